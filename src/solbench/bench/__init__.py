@@ -1,0 +1,1 @@
+"""Evaluation: trusted orchestrator, untrusted worker, builders, correctness, timing (issue 4)."""

@@ -1,0 +1,1 @@
+"""Tables, HTML, plots and leaderboards from stored results."""

@@ -1,0 +1,1 @@
+"""SOL score, aggregation and baselines."""

@@ -1,0 +1,181 @@
+"""One entry point for every layout: `scan(path)` finds and loads what a path holds.
+
+A path may be a problem folder, a dataset folder (problem folders and KernelBench-style files,
+optionally in subset folders), a FlashInfer-Trace folder, a KernelBench-style .py file, a
+definition/workload file, a solution .json or a trace .jsonl.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+from solbench.spec.errors import Issue, SpecError
+from solbench.spec.files import parse_model, read_json, read_jsonl
+from solbench.spec.loaders.flashinfer import flashinfer_files, is_flashinfer_root, load_flashinfer_definition
+from solbench.spec.loaders.kernelbench import load_kernelbench_file, looks_like_kernelbench
+from solbench.spec.loaders.loaded import Loaded
+from solbench.spec.loaders.problem_folder import DEFINITION_FILE, WORKLOAD_FILE, load_problem_folder, write_problem_folder
+from solbench.spec.problem import Problem
+from solbench.spec.solution import Solution
+from solbench.spec.trace import Trace
+
+__all__ = ["Loaded", "scan", "load_problems", "load_solution", "load_traces", "write_problem_folder"]
+
+SKIPPED_FOLDERS = {"__pycache__", "node_modules"}
+
+
+def scan(path: Path | str) -> list[Loaded]:
+    """Everything under path, each loaded or with the issues that stopped it. Never raises SpecError."""
+    path = Path(path)
+    if not path.exists():
+        return [Loaded(path, "unknown", issues=[Issue("does not exist", path)])]
+    if path.is_file():
+        return [_load_file(path)]
+    if (path / DEFINITION_FILE).is_file():
+        return [load_problem_folder(path)]
+    if is_flashinfer_root(path):
+        return [_load_flashinfer_file(path, f) for f in flashinfer_files(path)] or [
+            Loaded(path, "flashinfer", issues=[Issue("FlashInfer-Trace folder holds no definition", path)])
+        ]
+    found = list(_scan_dataset(path, path))
+    if not found:
+        return [Loaded(path, "unknown", issues=[Issue("holds no problem folder, KernelBench-style file, solution or trace", path)])]
+    _flag_duplicate_names(found)
+    return found
+
+
+def load_problems(paths: Iterable[Path | str]) -> list[Problem]:
+    """Every problem under the paths; raises SpecError listing every error if any is invalid."""
+    problems: list[Problem] = []
+    issues: list[Issue] = []
+    for path in paths:
+        for loaded in scan(path):
+            issues += loaded.errors
+            if loaded.problem is not None:
+                problems.append(loaded.problem)
+            elif loaded.ok and loaded.kind in {"solution", "traces"}:
+                issues.append(Issue(f"is a {loaded.kind} file, not a problem", loaded.path))
+    if issues:
+        raise SpecError(issues)
+    return problems
+
+
+def load_solution(path: Path | str) -> Solution:
+    path = Path(path)
+    solution, issues = parse_model(Solution, read_json(path), path=path)
+    if solution is None:
+        raise SpecError(issues)
+    return solution
+
+
+def load_traces(path: Path | str) -> list[Trace]:
+    loaded = _load_traces(Path(path))
+    if not loaded.ok:
+        raise SpecError(loaded.errors)
+    return loaded.traces or []
+
+
+def _scan_dataset(root: Path, folder: Path) -> Iterable[Loaded]:
+    for child in sorted(folder.iterdir()):
+        if child.name.startswith(".") or child.name in SKIPPED_FOLDERS:
+            continue
+        if child.is_dir():
+            if (child / DEFINITION_FILE).is_file():
+                loaded = load_problem_folder(child, subset=_subset(root, child.parent))
+                yield loaded
+            elif is_flashinfer_root(child):
+                yield from scan(child)
+            else:
+                yield from _scan_dataset(root, child)
+        elif child.suffix == ".py" and _is_kernelbench(child):
+            loaded = load_kernelbench_file(child)
+            if loaded.problem is not None:
+                loaded.problem.subset = _subset(root, child.parent)
+            yield loaded
+        elif child.suffix in {".json", ".jsonl"}:
+            yield _load_file(child)
+
+
+def _subset(root: Path, folder: Path) -> str | None:
+    relative = folder.relative_to(root)
+    return relative.as_posix() if relative.parts else None
+
+
+def _is_kernelbench(path: Path) -> bool:
+    try:
+        return looks_like_kernelbench(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+def _load_file(path: Path) -> Loaded:
+    if path.suffix == ".py":
+        return load_kernelbench_file(path)
+    if path.suffix == ".jsonl":
+        if path.name == WORKLOAD_FILE and (path.parent / DEFINITION_FILE).is_file():
+            return load_problem_folder(path.parent)
+        return _load_traces(path)
+    if path.suffix == ".json":
+        if path.name == DEFINITION_FILE:
+            return load_problem_folder(path.parent)
+        try:
+            data = read_json(path)
+        except SpecError as exc:
+            return Loaded(path, "unknown", issues=exc.issues)
+        if isinstance(data, dict) and ("spec" in data or "sources" in data):
+            solution, issues = parse_model(Solution, data, path=path)
+            return Loaded(path, "solution", name=solution.name if solution else None, solution=solution, issues=issues)
+        if isinstance(data, dict) and {"axes", "inputs", "outputs", "reference"} & data.keys():
+            flashinfer_root = _flashinfer_root_of(path)
+            if flashinfer_root is not None:
+                return load_flashinfer_definition(flashinfer_root, path)
+            return Loaded(path, "problem", issues=[Issue(f"a definition outside a problem folder: name it {DEFINITION_FILE} and put {WORKLOAD_FILE} beside it", path)])
+        return Loaded(path, "unknown", issues=[Issue("neither a definition (axes, inputs, outputs, reference) nor a solution (spec, sources)", path)])
+    return Loaded(path, "unknown", issues=[Issue("unsupported file type: expected a problem folder, .py, .json or .jsonl", path)])
+
+
+def _load_flashinfer_file(root: Path, path: Path) -> Loaded:
+    if path.is_relative_to(root / "definitions"):
+        return load_flashinfer_definition(root, path)
+    return _load_file(path)
+
+
+def _flashinfer_root_of(path: Path) -> Path | None:
+    for parent in path.parents:
+        if parent.name == "definitions" and is_flashinfer_root(parent.parent):
+            return parent.parent
+    return None
+
+
+def _load_traces(path: Path) -> Loaded:
+    loaded = Loaded(path, "traces", traces=[])
+    try:
+        rows = list(read_jsonl(path))
+    except SpecError as exc:
+        loaded.issues = exc.issues
+        return loaded
+    for number, row in rows:
+        if isinstance(row, SpecError):
+            loaded.issues += row.issues
+            continue
+        trace, issues = parse_model(Trace, row, path=path, line=number)
+        loaded.issues += issues
+        if trace is not None:
+            loaded.traces.append(trace)
+    if not rows:
+        loaded.issues.append(Issue("holds no trace", path, severity="warning"))
+    return loaded
+
+
+def _flag_duplicate_names(found: list[Loaded]) -> None:
+    first: dict[str, Path] = {}
+    for loaded in found:
+        if loaded.problem is None:
+            continue
+        name = loaded.problem.name
+        if name in first:
+            loaded.issues.append(Issue(f"problem name {name!r} is taken already by {first[name]}", loaded.path, field="name"))
+            loaded.problem = None
+        else:
+            first[name] = loaded.path

@@ -1,0 +1,45 @@
+"""A FlashInfer-Trace folder: definitions/<op_type>/<name>.json, workloads/<op_type>/<name>.jsonl,
+blob/... (safetensors that workloads name, by paths relative to the folder), solutions/, traces/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from solbench.spec.errors import Issue
+from solbench.spec.loaders.loaded import Loaded
+from solbench.spec.loaders.problem_folder import load_definition, load_workloads
+from solbench.spec.problem import Problem, check_problem
+
+
+def is_flashinfer_root(folder: Path) -> bool:
+    return (folder / "definitions").is_dir()
+
+
+def load_flashinfer_definition(root: Path, definition_path: Path) -> Loaded:
+    loaded = Loaded(definition_path, "flashinfer", name=definition_path.stem)
+    definition, loaded.issues, _ = load_definition(definition_path)
+    if definition is None:
+        return loaded
+    loaded.name = definition.name
+    relative = definition_path.relative_to(root / "definitions").with_suffix(".jsonl")
+    candidates = [root / "workloads" / relative, *sorted((root / "workloads").rglob(f"{definition.name}.jsonl"))]
+    workload_path = next((c for c in candidates if c.is_file()), None)
+    workloads, lines = [], []
+    if workload_path is None:
+        loaded.issues.append(Issue(f"no workloads/<op_type>/{definition.name}.jsonl: the problem has no workload", definition_path, severity="warning"))
+    else:
+        workloads, lines, issues = load_workloads(workload_path)
+        loaded.issues += issues
+    problem = Problem(definition, workloads, root, definition_path, "flashinfer", lines)
+    loaded.issues += [i.located(path=workload_path) for i in check_problem(problem)]
+    if loaded.ok:
+        loaded.problem = problem
+    return loaded
+
+
+def flashinfer_files(root: Path) -> list[Path]:
+    """Definition files first, then solution and trace files, each group sorted."""
+    definitions = sorted((root / "definitions").rglob("*.json"))
+    solutions = sorted((root / "solutions").rglob("*.json")) if (root / "solutions").is_dir() else []
+    traces = sorted((root / "traces").rglob("*.jsonl")) if (root / "traces").is_dir() else []
+    return definitions + solutions + traces

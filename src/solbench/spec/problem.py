@@ -1,0 +1,146 @@
+"""Problem: a definition with its workloads, and the checks that tie each workload to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from solbench.spec.definition import Definition
+from solbench.spec.dtypes import DType, storage_shape
+from solbench.spec.errors import Issue, SpecError
+from solbench.spec.safetensors_header import read_header
+from solbench.spec.workload import CustomInput, RandomInput, SafetensorsInput, ScalarInput, Workload
+
+
+@dataclass
+class Problem:
+    definition: Definition
+    workloads: list[Workload]
+    root: Path | None = None  # safetensors paths in workloads are relative to this folder
+    source: Path | None = None  # the folder or file it was loaded from
+    kind: str = "problem"  # problem | kernelbench | flashinfer
+    workload_lines: list[int] = field(default_factory=list)
+    reference_file: Path | None = None  # set when the reference was read from reference.py
+    subset: str | None = None  # e.g. "L1" for a problem in a dataset's subset folder
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+    def workload(self, uuid: str) -> Workload:
+        for workload in self.workloads:
+            if workload.uuid == uuid or workload.uuid.startswith(uuid) and len(uuid) >= 6:
+                return workload
+        raise KeyError(f"problem {self.name} has no workload {uuid!r}")
+
+    def axes(self, workload: Workload) -> dict[str, int]:
+        return self.definition.axes_for(workload.axes)
+
+
+def check_workload(definition: Definition, workload: Workload, root: Path | None) -> list[Issue]:
+    """Every issue that makes this workload unusable with this definition (fields relative to it)."""
+    axes, issues = definition.resolve_axes(workload.axes)
+    for name in definition.inputs.keys() - workload.inputs.keys():
+        issues.append(Issue(f"input {name!r} of the definition is not described", field=f"inputs.{name}"))
+    for name in workload.inputs.keys() - definition.inputs.keys():
+        issues.append(Issue(f"unknown input {name!r} (the definition's inputs: {', '.join(definition.inputs)})", field=f"inputs.{name}"))
+    if issues:
+        return issues
+    for name, tensor in definition.outputs.items():
+        issues += _packed_shape_issues(tensor.dtype, tensor.resolve_shape(axes), f"outputs.{name}", "output")
+    for name, spec in workload.inputs.items():
+        declared = definition.inputs[name]
+        field_name = f"inputs.{name}"
+        shape = declared.resolve_shape(axes)
+        if isinstance(spec, ScalarInput):
+            issues += _scalar_issues(declared.dtype, declared.shape, spec.value, field_name)
+            continue
+        if declared.shape is None:
+            issues.append(Issue(f"input {name!r} is a Python scalar (shape null); describe it as {{type: scalar, value}}", field=field_name))
+            continue
+        issues += _packed_shape_issues(declared.dtype, shape, field_name, "input")
+        if isinstance(spec, RandomInput):
+            distribution = spec.distribution or declared.distribution
+            if distribution is not None:
+                issues += [i.located(prefix=f"{field_name}.distribution") for i in distribution.issues_for(declared.dtype)]
+                try:
+                    distribution.resolve(axes)
+                except ValueError as exc:
+                    issues.append(Issue(str(exc), field=f"{field_name}.distribution"))
+        elif isinstance(spec, CustomInput):
+            if definition.custom_inputs_entrypoint is None:
+                issues.append(Issue("a custom input needs custom_inputs_entrypoint in the definition", field=field_name))
+        elif isinstance(spec, SafetensorsInput):
+            issues += _safetensors_issues(spec, declared.dtype, shape, root, field_name)
+    return issues
+
+
+def check_problem(problem: Problem) -> list[Issue]:
+    """Issues of all workloads (located at their JSONL lines) plus duplicate uuids."""
+    issues: list[Issue] = []
+    seen: dict[str, int] = {}
+    for index, workload in enumerate(problem.workloads):
+        line = problem.workload_lines[index] if index < len(problem.workload_lines) else None
+        found = check_workload(problem.definition, workload, problem.root)
+        if workload.uuid in seen:
+            found.append(Issue(f"uuid {workload.uuid!r} repeats workload {seen[workload.uuid] + 1}", field="uuid"))
+        seen.setdefault(workload.uuid, index)
+        issues += [i.located(line=line) for i in found]
+    return issues
+
+
+def _scalar_issues(dtype: DType, shape: list | None, value: object, field: str) -> list[Issue]:
+    if shape:  # a non-empty shape: a real tensor cannot come from one value
+        return [Issue(f"a scalar value cannot fill a tensor of shape {shape}; use random, safetensors or custom", field=field)]
+    if dtype == DType.bool and not isinstance(value, bool):
+        return [Issue(f"a bool input needs true or false, got {value!r}", field=f"{field}.value")]
+    if not dtype.is_floating and dtype != DType.bool and (isinstance(value, bool) or not isinstance(value, int)):
+        return [Issue(f"an {dtype.value} input needs an integer value, got {value!r}", field=f"{field}.value")]
+    if dtype.is_floating and isinstance(value, bool):
+        return [Issue(f"a {dtype.value} input needs a number, got {value!r}", field=f"{field}.value")]
+    return []
+
+
+def _packed_shape_issues(dtype: DType, shape: tuple[int, ...], field: str, what: str) -> list[Issue]:
+    if not dtype.is_packed:
+        return []
+    try:
+        storage_shape(dtype, shape)
+    except ValueError as exc:
+        return [Issue(f"{what} {exc}", field=field)]
+    return []
+
+
+def _safetensors_issues(spec: SafetensorsInput, dtype: DType, shape: tuple[int, ...], root: Path | None, field: str) -> list[Issue]:
+    path = Path(spec.path)
+    if not path.is_absolute():
+        if root is None:
+            return [Issue(f"relative path {spec.path!r} needs a problem folder to resolve against", field=f"{field}.path")]
+        path = root / path
+    try:
+        header = read_header(path)
+    except FileNotFoundError:
+        return [Issue(f"safetensors file {str(path)!r} does not exist", field=f"{field}.path")]
+    except (OSError, ValueError, KeyError) as exc:
+        return [Issue(f"cannot read safetensors file {str(path)!r}: {exc}", field=f"{field}.path")]
+    if spec.tensor_key not in header:
+        keys = ", ".join(sorted(header)[:8])
+        return [Issue(f"{str(path)!r} holds no tensor {spec.tensor_key!r} (it has: {keys})", field=f"{field}.tensor_key")]
+    stored_dtype, stored_shape = header[spec.tensor_key]
+    expected_dtype, expected_shape = (DType.uint8, storage_shape(dtype, shape)) if dtype.is_packed else (dtype, shape)
+    stored_name = stored_dtype.value if isinstance(stored_dtype, DType) else stored_dtype
+    if stored_dtype != expected_dtype or tuple(stored_shape) != tuple(expected_shape):
+        return [
+            Issue(
+                f"tensor {spec.tensor_key!r} is {stored_name}{list(stored_shape)}, the definition needs {expected_dtype.value}{list(expected_shape)}",
+                field=field,
+            )
+        ]
+    return []
+
+
+def require_valid(problem: Problem) -> Problem:
+    issues = check_problem(problem)
+    if issues:
+        raise SpecError(issues, path=problem.source)
+    return problem

@@ -1,0 +1,101 @@
+"""Workload: one concrete instance of a problem (axis values, how each input is made, tolerance)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Discriminator, Field, PrivateAttr, StrictBool, StrictInt, Tag, model_serializer, model_validator
+
+from solbench.spec.base import SpecModel
+from solbench.spec.definition import Distribution, tagged_by_type
+from solbench.spec.errors import SpecWarning
+
+
+class RandomInput(SpecModel):
+    type: Literal["random"]
+    distribution: Distribution | None = None  # overrides the definition's, if any
+
+
+class ScalarInput(SpecModel):
+    type: Literal["scalar"]
+    value: StrictBool | StrictInt | float
+
+
+class SafetensorsInput(SpecModel):
+    type: Literal["safetensors"]
+    path: str = Field(min_length=1)
+    tensor_key: str = Field(min_length=1)
+
+
+class CustomInput(SpecModel):
+    type: Literal["custom"]
+
+
+InputSpec = Annotated[
+    Union[
+        Annotated[RandomInput, Tag("type=random")],
+        Annotated[ScalarInput, Tag("type=scalar")],
+        Annotated[SafetensorsInput, Tag("type=safetensors")],
+        Annotated[CustomInput, Tag("type=custom")],
+    ],
+    Discriminator(
+        tagged_by_type,
+        custom_error_type="input_type",
+        custom_error_message="expected an input {type: random} | {type: scalar, value} | {type: safetensors, path, tensor_key} | {type: custom}",
+    ),
+]
+
+RATIO_ALIAS = "required_match_ratio"
+
+
+class Tolerance(SpecModel):
+    """Element i matches when |out - ref| <= max_atol + max_rtol * |ref|."""
+
+    max_atol: float = Field(1e-2, ge=0)
+    max_rtol: float = Field(1e-2, ge=0)
+    required_matched_ratio: float = Field(1.0, ge=0, le=1)
+    max_error_cap: float | None = Field(None, ge=0)
+    allow_negative_inf: bool = False
+    _ratio_spelling: str | None = PrivateAttr(None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _ratio_alias(cls, data: Any, handler: Any) -> Tolerance:
+        spelled_alias = isinstance(data, dict) and RATIO_ALIAS in data
+        if spelled_alias:
+            data = dict(data)
+            alias_value = data.pop(RATIO_ALIAS)
+            if "required_matched_ratio" in data and data["required_matched_ratio"] != alias_value:
+                raise ValueError(f"both required_matched_ratio and {RATIO_ALIAS} are given, with different values")
+            data["required_matched_ratio"] = alias_value
+            warnings.warn(SpecWarning(f"tolerance.{RATIO_ALIAS} read as required_matched_ratio (its alias)"), stacklevel=2)
+        model = handler(data)
+        model._ratio_spelling = RATIO_ALIAS if spelled_alias else None
+        return model
+
+    @model_serializer(mode="wrap")
+    def _write_ratio_as_read(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if self._ratio_spelling and "required_matched_ratio" in data:
+            data = {(RATIO_ALIAS if k == "required_matched_ratio" else k): v for k, v in data.items()}
+        return data
+
+    def matches(self, error: float, reference_magnitude: float) -> bool:
+        return error <= self.max_atol + self.max_rtol * reference_magnitude
+
+    @property
+    def error_cap(self) -> float:
+        return math.inf if self.max_error_cap is None else self.max_error_cap
+
+
+class Workload(SpecModel):
+    uuid: str = Field(min_length=1)
+    axes: dict[str, StrictInt] = Field(default_factory=dict)
+    inputs: dict[str, InputSpec] = Field(default_factory=dict)
+    tolerance: Tolerance | None = None
+
+    @property
+    def effective_tolerance(self) -> Tolerance:
+        return self.tolerance if self.tolerance is not None else Tolerance()
