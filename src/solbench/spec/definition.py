@@ -12,7 +12,7 @@ from pydantic import Discriminator, Field, StrictInt, Tag, field_validator, mode
 from solbench.spec.base import SpecModel
 from solbench.spec.dtypes import DType
 from solbench.spec.errors import Issue, SpecError
-from solbench.spec.expressions import ExpressionError, evaluate_integer, parse_expression
+from solbench.spec.expressions import FUNCTION_NAMES, ExpressionError, evaluate_integer, parse_expression
 
 NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$"
 
@@ -107,7 +107,8 @@ class Distribution(SpecModel):
         for name in ("mean", "std", "low", "high"):
             bound = getattr(self, name)
             if isinstance(bound, str):
-                values[name] = evaluate_integer(bound, axes)
+                result = parse_expression(bound).evaluate(axes)
+                values[name] = result if isinstance(result, int) and not isinstance(result, bool) else float(result)
             elif bound is not None:
                 values[name] = bound
         if self.kind == "normal":
@@ -123,6 +124,18 @@ class Distribution(SpecModel):
             if self.kind == "integers" and not all(float(values[k]).is_integer() for k in ("low", "high")):
                 raise ValueError("an integers distribution needs whole-number low and high")
         return values
+
+    def range_issue(self, dtype: DType, axes: dict[str, int]) -> str | None:
+        """Why these parameters cannot be drawn for this dtype at these axis values, if they cannot."""
+        try:
+            values = self.resolve(axes)
+        except (ValueError, ExpressionError) as exc:
+            return str(exc)
+        if self.kind == "integers" and dtype != DType.bool:
+            least, most = dtype.integer_range
+            if values["low"] < least or values["high"] - 1 > most:
+                return f"integers in [{values['low']:g}, {values['high']:g}) do not fit {dtype.value} ({least}..{most})"
+        return None
 
 
 class TensorSpec(SpecModel):
@@ -169,6 +182,8 @@ class Definition(SpecModel):
         for axis in self.axes:
             if not axis.isidentifier() or keyword.iskeyword(axis):
                 issues.append(Issue(f"axis name {axis!r} is not an identifier", field=f"axes.{axis}"))
+            elif axis in FUNCTION_NAMES:
+                issues.append(Issue(f"axis name {axis!r} is taken by an expression function", field=f"axes.{axis}"))
         issues += self._expression_axis_issues()
         for index, constraint in enumerate(self.constraints):
             try:
@@ -216,7 +231,7 @@ class Definition(SpecModel):
         try:
             tree = ast.parse(self.reference)
         except SyntaxError as exc:
-            return [Issue(f"reference does not parse: {exc.msg} (reference line {exc.lineno})", field="reference")]
+            return [Issue(f"reference does not parse: {exc.msg}", line=exc.lineno, field="reference")]
         functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
         issues = []
         run = functions.get("run")
@@ -227,9 +242,9 @@ class Definition(SpecModel):
             params = [a.arg for a in args.posonlyargs + args.args]
             expected = list(self.inputs)
             if args.vararg or args.kwarg or args.kwonlyargs:
-                issues.append(Issue("run() must take exactly the inputs as plain parameters (no *args, **kwargs or keyword-only)", field="reference"))
+                issues.append(Issue("run() must take exactly the inputs as plain parameters (no *args, **kwargs or keyword-only)", line=run.lineno, field="reference"))
             elif params != expected:
-                issues.append(Issue(f"run() takes ({', '.join(params)}) but the inputs are ({', '.join(expected)}), in this order", field="reference"))
+                issues.append(Issue(f"run() takes ({', '.join(params)}) but the inputs are ({', '.join(expected)}), in this order", line=run.lineno, field="reference"))
         entry = self.custom_inputs_entrypoint
         if entry is not None and entry not in functions:
             issues.append(Issue(f"reference defines no top-level function {entry}(axes, device) named by custom_inputs_entrypoint", field="custom_inputs_entrypoint"))

@@ -40,6 +40,16 @@ class DType(str, Enum):
         """True for sub-byte dtypes stored several elements per byte (fp4: two per byte)."""
         return self.bits < 8
 
+    @property
+    def integer_range(self) -> tuple[int, int]:
+        """Least and greatest value of an integer (or bool) dtype."""
+        if self == DType.bool:
+            return 0, 1
+        if self == DType.uint8:
+            return 0, 255
+        half = 1 << (self.bits - 1)
+        return -half, half - 1
+
     def storage_bytes(self, logical_elements: int) -> int:
         """Bytes needed to store this many elements (packed dtypes round up to whole bytes)."""
         return (logical_elements * self.bits + 7) // 8

@@ -70,7 +70,7 @@ def issues_from_validation_error(error: ValidationError, prefix: str | None = No
         message = err["msg"]
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
-        if err["type"] in {"missing", "extra_forbidden"} or "input" not in err:
+        if err["type"] in {"missing", "extra_forbidden"} or "input" not in err or repr(err["input"]) in message:
             found.append(Issue(message, field=loc or None))
         else:
             found.append(Issue(f"{message} (got {_short(err['input'])})", field=loc or None))

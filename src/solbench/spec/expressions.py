@@ -31,6 +31,9 @@ _FUNCTIONS: dict[str, Callable[..., Number]] = {
     "ceil_div": _ceil_div,
     "cdiv": _ceil_div,
 }
+FUNCTION_NAMES = frozenset(_FUNCTIONS)
+_ARITY = {"min": (2, None), "max": (2, None), "abs": (1, 1), "ceil_div": (2, 2), "cdiv": (2, 2)}
+MAX_POWER_BITS = 256  # results of ** beyond 2**256 are rejected: no axis is that large
 _BINARY = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -83,6 +86,12 @@ class Expression:
             if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS or node.keywords:
                 allowed = ", ".join(sorted(_FUNCTIONS))
                 raise ExpressionError(f"only the functions {allowed} may be called in {self.source!r}")
+            least, most = _ARITY[node.func.id]
+            if len(node.args) < least or (most is not None and len(node.args) > most):
+                wanted = f"{least}" if least == most else f"at least {least}"
+                raise ExpressionError(f"{node.func.id}() takes {wanted} argument(s), got {len(node.args)} in {self.source!r}")
+            if any(isinstance(a, ast.Starred) for a in node.args):
+                raise ExpressionError(f"* arguments are not allowed in {self.source!r}")
             return set().union(*(self._check(a) for a in node.args))
         raise ExpressionError(f"{type(node).__name__} is not allowed in expression {self.source!r}")
 
@@ -105,8 +114,11 @@ class Expression:
             if isinstance(node.op, ast.Div):
                 result = Fraction(left) / Fraction(right)
                 return int(result) if result.denominator == 1 else result
-            if isinstance(node.op, ast.Pow) and (right < 0 or right > 64):
-                raise ExpressionError(f"exponent {right} out of range in {self.source!r}")
+            if isinstance(node.op, ast.Pow):
+                if not isinstance(right, int) or isinstance(right, bool) or right < 0:
+                    raise ExpressionError(f"exponent {right} must be a whole number >= 0 in {self.source!r}")
+                if abs(left) > 1 and right * max(1, int(abs(left)).bit_length() - 1) > MAX_POWER_BITS:
+                    raise ExpressionError(f"{left} ** {right} is too large in {self.source!r}")
             return _BINARY[type(node.op)](left, right)
         if isinstance(node, ast.UnaryOp):
             operand = self._eval(node.operand, values)

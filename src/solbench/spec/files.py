@@ -37,7 +37,9 @@ def read_jsonl(path: Path) -> Iterable[tuple[int, Any | SpecError]]:
         raise SpecError(f"cannot read: {exc.strerror or exc}", path=path) from None
     except UnicodeDecodeError:
         raise SpecError("not UTF-8 text", path=path) from None
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Split on "\n" only: str.splitlines() would also break inside strings at U+2028 and friends.
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
         try:
@@ -77,10 +79,17 @@ def write_text_safely(path: Path, text: str, *, overwrite: bool = False) -> None
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes owner-only files; use the usual mode
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def dump_json(data: Any) -> str:

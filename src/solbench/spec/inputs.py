@@ -90,7 +90,26 @@ def random_tensor(dtype: DType, shape: tuple[int, ...], distribution: Distributi
     if dtype in (DType.float8_e4m3fn, DType.float8_e5m2):
         limit = torch.finfo(target).max
         tensor = tensor.clamp(-limit, limit)
-    return tensor.to(target)
+    tensor = tensor.to(target)
+    if kind == "uniform":  # rounding to a narrow dtype can reach `high`, which is exclusive
+        tensor = torch.where(tensor >= params["high"], largest_below(params["high"], target, device), tensor)
+    return tensor
+
+
+def largest_below(bound: float, dtype: torch.dtype, device: Any = "cpu") -> torch.Tensor:
+    """The greatest value of a float dtype strictly below bound."""
+    import torch
+
+    value = torch.tensor(float(bound), dtype=torch.float64).to(dtype)
+    if value.double().item() < bound:
+        return value.to(device)
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[value.element_size()]
+    if value.double().item() == 0:  # the negative number closest to zero
+        step = torch.tensor(1, dtype=bits).view(dtype)
+        return (-step).to(device)
+    raw = value.view(bits)
+    raw = raw - 1 if value.double().item() > 0 else raw + 1
+    return raw.view(dtype).to(device)
 
 
 def _scalar(declared: TensorSpec, value: bool | int | float, device: torch.device) -> Any:
@@ -103,21 +122,17 @@ def _scalar(declared: TensorSpec, value: bool | int | float, device: torch.devic
     return torch.tensor(value, dtype=declared.dtype.torch_dtype(), device=device)
 
 
-_SAFETENSORS_CACHE: dict[tuple[str, str], Any] = {}
-
-
 def _safetensors(root: Path | None, spec: SafetensorsInput, dtype: DType, device: torch.device) -> torch.Tensor:
+    """Read the tensor anew each time (the file is memory-mapped): a fresh copy at a fresh address,
+    and never stale data from a file that was rewritten meanwhile."""
     from safetensors import safe_open
 
     path = Path(spec.path) if Path(spec.path).is_absolute() or root is None else root / spec.path
-    key = (str(path), spec.tensor_key)
-    if key not in _SAFETENSORS_CACHE:
-        with safe_open(str(path), framework="pt") as handle:
-            tensor = handle.get_tensor(spec.tensor_key)
-        if dtype.is_packed:
-            tensor = tensor.view(dtype.torch_dtype())
-        _SAFETENSORS_CACHE[key] = tensor
-    return _SAFETENSORS_CACHE[key].to(device, copy=True)  # a fresh copy at a fresh address
+    with safe_open(str(path), framework="pt", device="cpu") as handle:
+        tensor = handle.get_tensor(spec.tensor_key)
+    if dtype.is_packed and tensor.dtype != dtype.torch_dtype():
+        tensor = tensor.view(dtype.torch_dtype())
+    return tensor.to(device, copy=True)
 
 
 def _custom(problem: Problem, axes: dict[str, int], seed: int, device: torch.device) -> dict[str, Any]:

@@ -28,9 +28,15 @@ class Problem:
         return self.definition.name
 
     def workload(self, uuid: str) -> Workload:
+        """The workload with this uuid, or the only one it is a prefix of (6 characters or more)."""
         for workload in self.workloads:
-            if workload.uuid == uuid or workload.uuid.startswith(uuid) and len(uuid) >= 6:
+            if workload.uuid == uuid:
                 return workload
+        matches = [w for w in self.workloads if len(uuid) >= 6 and w.uuid.startswith(uuid)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise KeyError(f"workload prefix {uuid!r} of problem {self.name} is ambiguous: {', '.join(w.uuid for w in matches)}")
         raise KeyError(f"problem {self.name} has no workload {uuid!r}")
 
     def axes(self, workload: Workload) -> dict[str, int]:
@@ -55,6 +61,9 @@ def check_workload(definition: Definition, workload: Workload, root: Path | None
         if isinstance(spec, ScalarInput):
             issues += _scalar_issues(declared.dtype, declared.shape, spec.value, field_name)
             continue
+        if declared.dtype.is_packed and declared.shape == []:
+            issues.append(Issue(f"a {declared.dtype.value} tensor cannot be 0-d: it packs two values per byte", field=field_name))
+            continue
         if declared.shape is None:
             issues.append(Issue(f"input {name!r} is a Python scalar (shape null); describe it as {{type: scalar, value}}", field=field_name))
             continue
@@ -62,11 +71,9 @@ def check_workload(definition: Definition, workload: Workload, root: Path | None
         if isinstance(spec, RandomInput):
             distribution = spec.distribution or declared.distribution
             if distribution is not None:
-                issues += [i.located(prefix=f"{field_name}.distribution") for i in distribution.issues_for(declared.dtype)]
-                try:
-                    distribution.resolve(axes)
-                except ValueError as exc:
-                    issues.append(Issue(str(exc), field=f"{field_name}.distribution"))
+                found = [i.located(prefix=f"{field_name}.distribution") for i in distribution.issues_for(declared.dtype)]
+                problem = None if found else distribution.range_issue(declared.dtype, axes)
+                issues += found + ([Issue(problem, field=f"{field_name}.distribution")] if problem else [])
         elif isinstance(spec, CustomInput):
             if definition.custom_inputs_entrypoint is None:
                 issues.append(Issue("a custom input needs custom_inputs_entrypoint in the definition", field=field_name))
@@ -92,6 +99,8 @@ def check_problem(problem: Problem) -> list[Issue]:
 def _scalar_issues(dtype: DType, shape: list | None, value: object, field: str) -> list[Issue]:
     if shape:  # a non-empty shape: a real tensor cannot come from one value
         return [Issue(f"a scalar value cannot fill a tensor of shape {shape}; use random, safetensors or custom", field=field)]
+    if dtype.is_packed:
+        return [Issue(f"a {dtype.value} value cannot be a scalar: it packs two values per byte", field=field)]
     if dtype == DType.bool and not isinstance(value, bool):
         return [Issue(f"a bool input needs true or false, got {value!r}", field=f"{field}.value")]
     if not dtype.is_floating and dtype != DType.bool and (isinstance(value, bool) or not isinstance(value, int)):
@@ -127,7 +136,9 @@ def _safetensors_issues(spec: SafetensorsInput, dtype: DType, shape: tuple[int, 
         keys = ", ".join(sorted(header)[:8])
         return [Issue(f"{str(path)!r} holds no tensor {spec.tensor_key!r} (it has: {keys})", field=f"{field}.tensor_key")]
     stored_dtype, stored_shape = header[spec.tensor_key]
-    expected_dtype, expected_shape = (DType.uint8, storage_shape(dtype, shape)) if dtype.is_packed else (dtype, shape)
+    expected_dtype, expected_shape = dtype, shape
+    if dtype.is_packed and stored_dtype != dtype:  # fp4 stored as bytes: two values per byte
+        expected_dtype, expected_shape = DType.uint8, storage_shape(dtype, shape)
     stored_name = stored_dtype.value if isinstance(stored_dtype, DType) else stored_dtype
     if stored_dtype != expected_dtype or tuple(stored_shape) != tuple(expected_shape):
         return [

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import struct
-from functools import lru_cache
 from pathlib import Path
 
 from solbench.spec.dtypes import DType
 
-# safetensors dtype codes -> ours. fp4 has no code of its own: it is stored packed in U8.
+# safetensors dtype codes -> ours. fp4 is F4 with its logical shape (safetensors' own writer), or
+# U8 holding two values per byte with the last dimension halved.
 SAFETENSORS_DTYPES = {
     "F64": DType.float64,
     "F32": DType.float32,
@@ -17,6 +17,7 @@ SAFETENSORS_DTYPES = {
     "BF16": DType.bfloat16,
     "F8_E4M3": DType.float8_e4m3fn,
     "F8_E5M2": DType.float8_e5m2,
+    "F4": DType.float4_e2m1,
     "I64": DType.int64,
     "I32": DType.int32,
     "I16": DType.int16,
@@ -27,8 +28,9 @@ SAFETENSORS_DTYPES = {
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 
 
-@lru_cache(maxsize=256)
-def _cached_header(path: str, mtime_ns: int, size: int) -> dict[str, tuple[DType | str, tuple[int, ...]]]:
+def read_header(path: Path) -> dict[str, tuple[DType | str, tuple[int, ...]]]:
+    """Tensor key -> (dtype, shape). Raises OSError or ValueError on an unreadable file."""
+    size = path.stat().st_size
     with open(path, "rb") as handle:
         prefix = handle.read(8)
         if len(prefix) < 8:
@@ -43,9 +45,3 @@ def _cached_header(path: str, mtime_ns: int, size: int) -> dict[str, tuple[DType
             continue
         tensors[key] = (SAFETENSORS_DTYPES.get(entry["dtype"], entry["dtype"]), tuple(entry["shape"]))
     return tensors
-
-
-def read_header(path: Path) -> dict[str, tuple[DType | str, tuple[int, ...]]]:
-    """Tensor key -> (dtype, shape). Raises OSError or ValueError on an unreadable file."""
-    stat = path.stat()
-    return _cached_header(str(path), stat.st_mtime_ns, stat.st_size)

@@ -92,7 +92,7 @@ class Solution(SpecModel):
         for index, source in enumerate(self.sources):
             field = f"sources.{index}.path"
             path = PurePosixPath(source.path)
-            if path.is_absolute() or ".." in path.parts or "\\" in source.path or str(path) != source.path:
+            if path.is_absolute() or ".." in path.parts or "\\" in source.path or str(path) != source.path or path.name in ("", "."):
                 issues.append(Issue(f"{source.path!r} must be a plain relative path (no '..', no leading '/', normalised)", field=field))
             if source.path in seen:
                 issues.append(Issue(f"{source.path!r} appears twice", field=field))

@@ -6,7 +6,7 @@ import math
 import warnings
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Discriminator, Field, PrivateAttr, StrictBool, StrictInt, Tag, model_serializer, model_validator
+from pydantic import Discriminator, Field, PrivateAttr, StrictBool, StrictFloat, StrictInt, Tag, model_serializer, model_validator
 
 from solbench.spec.base import SpecModel
 from solbench.spec.definition import Distribution, tagged_by_type
@@ -20,7 +20,7 @@ class RandomInput(SpecModel):
 
 class ScalarInput(SpecModel):
     type: Literal["scalar"]
-    value: StrictBool | StrictInt | float
+    value: StrictBool | StrictInt | StrictFloat
 
 
 class SafetensorsInput(SpecModel):
@@ -66,19 +66,21 @@ class Tolerance(SpecModel):
         spelled_alias = isinstance(data, dict) and RATIO_ALIAS in data
         if spelled_alias:
             data = dict(data)
-            alias_value = data.pop(RATIO_ALIAS)
-            if "required_matched_ratio" in data and data["required_matched_ratio"] != alias_value:
-                raise ValueError(f"both required_matched_ratio and {RATIO_ALIAS} are given, with different values")
-            data["required_matched_ratio"] = alias_value
+            both = "required_matched_ratio" in data
+            if both and data["required_matched_ratio"] != data[RATIO_ALIAS]:
+                raise ValueError(f"both required_matched_ratio and {RATIO_ALIAS} (its alias) are given, with different values")
+            data["required_matched_ratio"] = data.pop(RATIO_ALIAS)
             warnings.warn(SpecWarning(f"tolerance.{RATIO_ALIAS} read as required_matched_ratio (its alias)"), stacklevel=2)
         model = handler(data)
-        model._ratio_spelling = RATIO_ALIAS if spelled_alias else None
+        model._ratio_spelling = ("both" if both else RATIO_ALIAS) if spelled_alias else None
         return model
 
     @model_serializer(mode="wrap")
     def _write_ratio_as_read(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        if self._ratio_spelling and "required_matched_ratio" in data:
+        if self._ratio_spelling == "both" and "required_matched_ratio" in data:
+            data[RATIO_ALIAS] = data["required_matched_ratio"]
+        elif self._ratio_spelling and "required_matched_ratio" in data:
             data = {(RATIO_ALIAS if k == "required_matched_ratio" else k): v for k, v in data.items()}
         return data
 

@@ -20,7 +20,7 @@ from solbench.spec.problem import Problem
 from solbench.spec.solution import Solution
 from solbench.spec.trace import Trace
 
-__all__ = ["Loaded", "scan", "load_problems", "load_solution", "load_traces", "write_problem_folder"]
+__all__ = ["Loaded", "flag_duplicate_names", "scan", "load_problems", "load_solution", "load_traces", "write_problem_folder"]
 
 SKIPPED_FOLDERS = {"__pycache__", "node_modules"}
 
@@ -41,21 +41,22 @@ def scan(path: Path | str) -> list[Loaded]:
     found = list(_scan_dataset(path, path))
     if not found:
         return [Loaded(path, "unknown", issues=[Issue("holds no problem folder, KernelBench-style file, solution or trace", path)])]
-    _flag_duplicate_names(found)
+    flag_duplicate_names(found)
     return found
 
 
 def load_problems(paths: Iterable[Path | str]) -> list[Problem]:
     """Every problem under the paths; raises SpecError listing every error if any is invalid."""
+    results = [(Path(path), loaded) for path in paths for loaded in scan(path)]
+    flag_duplicate_names([loaded for _, loaded in results])
     problems: list[Problem] = []
     issues: list[Issue] = []
-    for path in paths:
-        for loaded in scan(path):
-            issues += loaded.errors
-            if loaded.problem is not None:
-                problems.append(loaded.problem)
-            elif loaded.ok and loaded.kind in {"solution", "traces"}:
-                issues.append(Issue(f"is a {loaded.kind} file, not a problem", loaded.path))
+    for given, loaded in results:
+        issues += loaded.errors
+        if loaded.problem is not None:
+            problems.append(loaded.problem)
+        elif loaded.ok and loaded.kind in {"solution", "traces"} and loaded.path == given:
+            issues.append(Issue(f"is a {loaded.kind} file, not a problem", loaded.path))  # named by the user, not found in a folder
     if issues:
         raise SpecError(issues)
     return problems
@@ -111,6 +112,8 @@ def _is_kernelbench(path: Path) -> bool:
 
 def _load_file(path: Path) -> Loaded:
     if path.suffix == ".py":
+        if not _is_kernelbench(path):
+            return Loaded(path, "unknown", issues=[Issue("not a KernelBench-style file: it needs class Model(...) and def get_inputs()", path)])
         return load_kernelbench_file(path)
     if path.suffix == ".jsonl":
         if path.name == WORKLOAD_FILE and (path.parent / DEFINITION_FILE).is_file():
@@ -168,14 +171,18 @@ def _load_traces(path: Path) -> Loaded:
     return loaded
 
 
-def _flag_duplicate_names(found: list[Loaded]) -> None:
+def flag_duplicate_names(found: list[Loaded]) -> None:
+    """A second problem of the same name is an error (the same problem given twice is dropped)."""
     first: dict[str, Path] = {}
     for loaded in found:
         if loaded.problem is None:
             continue
         name = loaded.problem.name
-        if name in first:
+        if name not in first:
+            first[name] = loaded.path
+        elif first[name].resolve() == loaded.path.resolve():
+            loaded.problem = None
+            loaded.issues.append(Issue("given twice; loaded once", loaded.path, severity="warning"))
+        else:
             loaded.issues.append(Issue(f"problem name {name!r} is taken already by {first[name]}", loaded.path, field="name"))
             loaded.problem = None
-        else:
-            first[name] = loaded.path

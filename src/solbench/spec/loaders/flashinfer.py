@@ -7,7 +7,7 @@ from pathlib import Path
 
 from solbench.spec.errors import Issue
 from solbench.spec.loaders.loaded import Loaded
-from solbench.spec.loaders.problem_folder import load_definition, load_workloads
+from solbench.spec.loaders.problem_folder import load_definition, load_workloads, locate_workload_issues
 from solbench.spec.problem import Problem, check_problem
 
 
@@ -24,14 +24,14 @@ def load_flashinfer_definition(root: Path, definition_path: Path) -> Loaded:
     relative = definition_path.relative_to(root / "definitions").with_suffix(".jsonl")
     candidates = [root / "workloads" / relative, *sorted((root / "workloads").rglob(f"{definition.name}.jsonl"))]
     workload_path = next((c for c in candidates if c.is_file()), None)
-    workloads, lines = [], []
+    workloads, lines, trace_shaped = [], [], set()
     if workload_path is None:
         loaded.issues.append(Issue(f"no workloads/<op_type>/{definition.name}.jsonl: the problem has no workload", definition_path, severity="warning"))
     else:
-        workloads, lines, issues = load_workloads(workload_path)
+        workloads, lines, issues, trace_shaped = load_workloads(workload_path, definition.name)
         loaded.issues += issues
     problem = Problem(definition, workloads, root, definition_path, "flashinfer", lines)
-    loaded.issues += [i.located(path=workload_path) for i in check_problem(problem)]
+    loaded.issues += locate_workload_issues(check_problem(problem), workload_path, trace_shaped)
     if loaded.ok:
         loaded.problem = problem
     return loaded

@@ -52,6 +52,12 @@ def _solbench_model():
     return _SOLBENCH_MODEL[0]
 
 
+try:  # build it now, outside any tensor mode a caller may later run the reference under
+    _solbench_model()
+except Exception:  # noqa: BLE001 - a module that cannot be built on meta is built on first use
+    pass
+
+
 def _solbench_tensors(module):
     """Parameters, buffers and plain tensor attributes of every submodule, by dotted path."""
     found = dict(module.named_parameters())
@@ -134,14 +140,21 @@ def describe_kernelbench(source: str, name: str, path: Path) -> tuple[dict[str, 
     notes: list[str] = []
     try:
         model, values, outputs = _trace_shapes(module, torch.device("meta"))
+    except _ImportFailure:
+        raise
     except Exception as exc:  # noqa: BLE001 - any failure on meta means: try the real thing
         notes.append(f"shapes taken from a real CPU run; the meta device failed: {type(exc).__name__}: {_first_line(exc)}")
         try:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(0)
                 model, values, outputs = _trace_shapes(module, torch.device("cpu"))
+        except _ImportFailure:
+            raise
         except Exception as real_exc:  # noqa: BLE001 - the user's code may raise anything
-            raise _ImportFailure(f"running Model(*get_init_inputs())(*get_inputs()) failed: {type(real_exc).__name__}: {_first_line(real_exc)}") from None
+            raise _ImportFailure(
+                f"running Model(*get_init_inputs())(*get_inputs()) failed: {type(real_exc).__name__}: {_first_line(real_exc)}",
+                _line_in(real_exc, path),
+            ) from None
 
     arg_names = _argument_names(model, values)
     inputs: dict[str, Any] = {}
@@ -207,16 +220,33 @@ def _execute(source: str, name: str, path: Path) -> types.ModuleType:
     try:
         exec(code, module.__dict__)  # the problem file is the user's own, trusted input
     except Exception as exc:  # noqa: BLE001 - the user's code may raise anything
-        raise _ImportFailure(f"importing it failed: {type(exc).__name__}: {_first_line(exc)}") from None
+        raise _ImportFailure(f"importing it failed: {type(exc).__name__}: {_first_line(exc)}", _line_in(exc, path)) from None
     return module
+
+
+def _line_in(exc: BaseException, path: Path) -> int | None:
+    """The line of the user's file where the exception was raised (its innermost frame there)."""
+    line = None
+    trace = exc.__traceback__
+    while trace is not None:
+        if trace.tb_frame.f_code.co_filename == str(path):
+            line = trace.tb_lineno
+        trace = trace.tb_next
+    return line
 
 
 def _trace_shapes(module: types.ModuleType, device: Any) -> tuple[Any, list[Any], Any]:
     import torch
 
     with torch.device(device):
-        model = module.Model(*module.get_init_inputs())
-        values = list(module.get_inputs())
+        init = module.get_init_inputs()
+        if not isinstance(init, (list, tuple)):
+            raise _ImportFailure(f"get_init_inputs() must return a list or tuple, got {type(init).__name__}")
+        model = module.Model(*init)
+        values = module.get_inputs()
+        if not isinstance(values, (list, tuple)):
+            raise _ImportFailure(f"get_inputs() must return a list or tuple, got {type(values).__name__}")
+        values = list(values)
         with torch.no_grad():
             outputs = model(*values)
     return model, values, outputs

@@ -77,7 +77,7 @@ def problem_details(problem: Problem) -> Group:
     for workload in problem.workloads:
         tolerance = workload.effective_tolerance
         workloads.add_row(
-            workload.uuid[:8],
+            workload.uuid,
             " ".join(f"{k}={v}" for k, v in workload.axes.items()),
             _input_kinds(workload),
             f"{tolerance.max_atol:g} / {tolerance.max_rtol:g} / {tolerance.required_matched_ratio:g}",

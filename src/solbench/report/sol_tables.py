@@ -1,0 +1,92 @@
+"""Tables of speed-of-light results and hardware specs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+from solbench.sol.analysis import SolResult
+from solbench.sol.hardware import HardwareSpec
+
+_SHORT_UNIT = {
+    "tensor_fp64": "fp64 TC", "tensor_fp32": "fp32 TC", "tensor_tf32": "tf32 TC", "tensor_fp16": "fp16 TC",
+    "tensor_bf16": "bf16 TC", "tensor_fp8": "fp8 TC", "tensor_fp4": "fp4 TC", "tensor_int8": "int8 TC",
+    "vector_fp64": "fp64", "vector_fp32": "fp32", "vector_fp16": "16-bit", "vector_int32": "int", "sfu": "SFU",
+}
+
+
+def quantity(value: float, unit: str = "") -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}".rstrip()
+
+
+def milliseconds(seconds: float) -> str:
+    ms = seconds * 1e3
+    return f"{ms:.4g}" if ms >= 0.001 else f"{ms:.3e}"
+
+
+def sol_table(results: list[SolResult]) -> Table:
+    hardware = ", ".join(sorted({r.hardware for r in results}))
+    policies = ", ".join(sorted({r.policy for r in results}))
+    table = Table(title=f"speed of light on {hardware} ({policies} precision)")
+    for column, justify in (("problem", "left"), ("workload", "left"), ("FLOPs by unit", "left"), ("bytes fused", "right"),
+                            ("unfused ms", "right"), ("fused ms", "right"), ("T_SOL ms", "right"), ("bottleneck", "left")):
+        table.add_column(column, justify=justify, overflow="fold")
+    for result in results:
+        units = ", ".join(f"{_SHORT_UNIT.get(u, u)} {quantity(f)}" for u, f in sorted(result.flops_by_unit.items(), key=lambda x: -x[1]) if f)
+        bottleneck = result.bottleneck + (" (partial)" if result.partial else "")
+        table.add_row(
+            result.problem, result.workload[:8], units or "0", quantity(result.bytes_fused, "B"),
+            milliseconds(result.t_unfused_s), milliseconds(result.t_fused_s), milliseconds(result.t_sol_s), bottleneck,
+        )
+    return table
+
+
+def explain_table(result: SolResult) -> Table:
+    table = Table(title=f"{result.problem} / {result.workload[:8]}: per-op breakdown (unfused)")
+    for column in ("#", "op", "einsum", "FLOPs", "read", "written", "ms"):
+        table.add_column(column, overflow="fold")
+    for report in result.nodes:
+        node, cost = report.node, report.cost
+        if cost is None:
+            table.add_row(str(node.index), node.op, "UNCOVERED: no cost rule", "?", "?", "?", "?", style="red")
+            continue
+        if not cost.flops and not cost.reads and not cost.writes:
+            continue  # views and free ops
+        flops = ", ".join(f"{_SHORT_UNIT.get(u, u)} {quantity(f)}" for u, f in cost.flops.items() if f) or "0"
+        table.add_row(str(node.index), node.op, cost.einsum, flops, quantity(cost.bytes_read, "B"), quantity(cost.bytes_written, "B"), milliseconds(report.time_s))
+    return table
+
+
+def hardware_table(specs: list[tuple[str, HardwareSpec]]) -> Table:
+    table = Table(title="hardware specs")
+    for column in ("name", "vendor", "arch", "SMs", "DRAM TB/s", "bf16 TC TFLOP/s", "fp32 TFLOP/s", "on chip MB", "file"):
+        table.add_column(column, overflow="fold")
+    for path, spec in specs:
+        table.add_row(
+            spec.name, spec.vendor, spec.architecture, str(spec.sm_count), f"{spec.dram.bandwidth_tbps:g}",
+            f"{spec.peak_tflops.get('tensor_bf16', 0):g}", f"{spec.peak_tflops['vector_fp32']:g}",
+            f"{spec.on_chip_bytes / 1e6:.1f}", Path(path).name,
+        )
+    return table
+
+
+def hardware_details(spec: HardwareSpec) -> Table:
+    table = Table(title=f"{spec.name} ({spec.vendor} {spec.architecture}, {spec.sm_count} SMs at {spec.boost_clock_ghz} GHz)")
+    for column in ("unit", "peak TFLOP/s", "strict: rate, method", "relaxed: rate, method"):
+        table.add_column(column, overflow="fold")
+    from solbench.sol.costs import UNITS
+
+    for unit in UNITS:
+        peak = spec.peak_tflops.get(unit)
+        strict, strict_how = spec.rate(unit, "strict")
+        relaxed, relaxed_how = spec.rate(unit, "relaxed")
+        table.add_row(unit, f"{peak:g}" if peak is not None else "-", f"{strict / 1e12:g} ({strict_how})", f"{relaxed / 1e12:g} ({relaxed_how})")
+    table.caption = (
+        f"DRAM {spec.dram.capacity_gb:g} GB at {spec.dram.bandwidth_tbps:g} TB/s; on chip {spec.on_chip_bytes / 1e6:.1f} MB "
+        f"(L2 {spec.on_chip.l2_bytes / 2**20:g} MiB + per-SM shared memory and registers)"
+    )
+    return table

@@ -1,0 +1,230 @@
+"""From a problem's reference to its speed-of-light time on a piece of hardware.
+
+Bounds, each T = max(sum over units of FLOPs / rate, DRAM bytes / bandwidth):
+- unfused: every op reads its inputs and writes its outputs (sum over ops of each op's T);
+- fused: one kernel; DRAM traffic is the problem's inputs as far as they are read, plus its outputs;
+- cache-aware: fused, plus what contractions must re-read when their operands do not fit on chip,
+  plus a second pass over any slice that a softmax or norm needs whole and that does not fit.
+T_SOL is the cache-aware bound.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from solbench.sol.capture import capture
+from solbench.sol.costs import FREE_OPS, RULES, Cost
+from solbench.sol.graph import Graph, OpNode, TensorInfo
+from solbench.sol.hardware import HardwareSpec, Policy
+from solbench.sol.tiling import contraction_surplus
+from solbench.spec.dtypes import DType
+from solbench.spec.problem import Problem
+from solbench.spec.workload import Workload
+
+
+@dataclass
+class NodeReport:
+    node: OpNode
+    cost: Cost | None  # None: no rule (uncovered)
+    time_s: float = 0.0
+
+
+@dataclass
+class SolResult:
+    problem: str
+    workload: str
+    hardware: str
+    policy: str
+    flops_by_unit: dict[str, float]
+    bytes_unfused: float
+    bytes_fused: float
+    bytes_cache_aware: float
+    t_compute_s: float
+    t_unfused_s: float
+    t_fused_s: float
+    t_cache_aware_s: float
+    bottleneck: str
+    uncovered_ops: list[str]
+    nodes: list[NodeReport] = field(repr=False)
+    notes: list[str] = field(default_factory=list)
+    rate_notes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def flops(self) -> float:
+        return sum(self.flops_by_unit.values())
+
+    @property
+    def t_sol_s(self) -> float:
+        return self.t_cache_aware_s
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.uncovered_ops)
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        return self.flops / self.bytes_cache_aware if self.bytes_cache_aware else float("inf")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "problem": self.problem,
+            "workload": self.workload,
+            "hardware": self.hardware,
+            "policy": self.policy,
+            "flops": self.flops,
+            "flops_by_unit": {u: f for u, f in self.flops_by_unit.items() if f},
+            "bytes_unfused": self.bytes_unfused,
+            "bytes_fused": self.bytes_fused,
+            "bytes_cache_aware": self.bytes_cache_aware,
+            "t_compute_ms": self.t_compute_s * 1e3,
+            "t_unfused_ms": self.t_unfused_s * 1e3,
+            "t_fused_ms": self.t_fused_s * 1e3,
+            "t_cache_aware_ms": self.t_cache_aware_s * 1e3,
+            "t_sol_ms": self.t_sol_s * 1e3,
+            "bottleneck": self.bottleneck,
+            "arithmetic_intensity": self.arithmetic_intensity,
+            "uncovered_ops": self.uncovered_ops,
+            "partial": self.partial,
+            "notes": self.notes,
+        }
+
+
+def decomposition_for(func: Any) -> Any:
+    """The decomposition to record instead of an op that has no cost rule, if torch has one."""
+    from torch._decomp import decomposition_table
+
+    name = str(func)
+    packet = name.split(".")[1] if name.count(".") >= 2 else name
+    if packet in RULES or packet in FREE_OPS:
+        return None
+    schema = getattr(func, "_schema", None)
+    if schema is not None and schema.returns and all(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
+        return None  # a view: free, whatever its name
+    return decomposition_table.get(func)
+
+
+def analyze(problem: Problem, workload: Workload, hardware: HardwareSpec, policy: Policy = "strict") -> SolResult:
+    graph = capture(problem, workload, decompose=decomposition_for)
+    return analyze_graph(graph, problem.name, workload.uuid, hardware, policy)
+
+
+def analyze_graph(graph: Graph, problem: str, workload: str, hardware: HardwareSpec, policy: Policy = "strict") -> SolResult:
+    reports: list[NodeReport] = []
+    uncovered: dict[str, int] = defaultdict(int)
+    flops: dict[str, float] = defaultdict(float)
+    rate_notes: dict[str, str] = {}
+    for node in graph.nodes:
+        if node.is_view or node.packet in FREE_OPS:
+            reports.append(NodeReport(node, Cost()))
+            continue
+        rule = RULES.get(node.packet)
+        if rule is None:
+            uncovered[node.op] += 1
+            reports.append(NodeReport(node, None))
+            continue
+        cost = rule(node)
+        reports.append(NodeReport(node, cost))
+        for unit, value in cost.flops.items():
+            flops[unit] += value
+
+    bandwidth = hardware.bandwidth_bytes_per_s
+
+    def compute_time(unit_flops: dict[str, float]) -> tuple[float, dict[str, float]]:
+        per_unit = {}
+        for unit, value in unit_flops.items():
+            if value:
+                rate, how = hardware.rate(unit, policy)
+                rate_notes[unit] = how
+                per_unit[unit] = value / rate
+        return sum(per_unit.values()), per_unit
+
+    t_compute, per_unit_time = compute_time(flops)
+    bytes_unfused = 0.0
+    t_unfused = 0.0
+    for report in reports:
+        if report.cost is None:
+            continue
+        moved = sum(_priced_bytes(t, b, policy) for t, b in report.cost.reads + report.cost.writes)
+        bytes_unfused += moved
+        report.time_s = max(compute_time(report.cost.flops)[0], moved / bandwidth)
+        t_unfused += report.time_s
+
+    bytes_fused = fused_bytes(graph, [r.cost for r in reports if r.cost is not None])
+    capacity = hardware.on_chip_bytes
+    surplus = 0.0
+    notes = list(graph.notes)
+    for report in reports:
+        cost = report.cost
+        if cost is None:
+            continue
+        if cost.contraction is not None:
+            extra = contraction_surplus(cost.contraction, capacity)
+            if extra:
+                notes.append(f"op {report.node.index} ({report.node.packet}): operands exceed on-chip capacity, +{extra / 1e6:.1f} MB re-read")
+            surplus += extra
+        if cost.two_pass_slice is not None:
+            tensor, slice_bytes = cost.two_pass_slice
+            if slice_bytes > capacity:
+                surplus += tensor.unique_bytes
+                notes.append(f"op {report.node.index} ({report.node.packet}): a {slice_bytes / 1e6:.1f} MB slice does not fit on chip, read twice")
+    bytes_cache = bytes_fused + surplus
+    t_fused = max(t_compute, bytes_fused / bandwidth)
+    t_cache = max(t_compute, bytes_cache / bandwidth)
+    if t_compute >= bytes_cache / bandwidth and per_unit_time:
+        bottleneck = max(per_unit_time, key=per_unit_time.get)
+    else:
+        bottleneck = "memory"
+    return SolResult(
+        problem, workload, hardware.name, policy, dict(flops), bytes_unfused, bytes_fused, bytes_cache,
+        t_compute, t_unfused, t_fused, t_cache, bottleneck, sorted(uncovered), reports, notes, rate_notes,
+    )
+
+
+def _priced_bytes(tensor: TensorInfo, count: int, policy: Policy) -> float:
+    """Under the relaxed policy an fp32 intermediate may be kept in 16 bits."""
+    if policy == "relaxed" and tensor.role == "intermediate" and tensor.dtype == DType.float32:
+        return count / 2
+    return count
+
+
+def fused_bytes(graph: Graph, costs: list[Cost]) -> float:
+    """Problem inputs as far as any op reads them, plus outputs (in-place ones: the rows written)."""
+    input_storages = {t.storage: t for t in graph.inputs.values()}
+    reads: dict[int, dict[tuple, int]] = defaultdict(dict)
+    writes: dict[int, dict[tuple, int]] = defaultdict(dict)
+    for cost in costs:
+        for tensor, count in cost.reads:
+            if tensor.storage in input_storages:
+                key = _view_key(tensor)
+                reads[tensor.storage][key] = max(reads[tensor.storage].get(key, 0), count)
+        for tensor, count in cost.writes:
+            if tensor.storage in input_storages:
+                key = _view_key(tensor)
+                writes[tensor.storage][key] = max(writes[tensor.storage].get(key, 0), count)
+    total = 0.0
+    for storage, base in input_storages.items():
+        total += _union_bytes(reads.get(storage, {}), base.storage_bytes)
+    counted_outputs: set[int] = set()
+    for output in graph.outputs.values():
+        if output.storage in counted_outputs:
+            continue
+        counted_outputs.add(output.storage)
+        if output.storage in input_storages:
+            total += _union_bytes(writes.get(output.storage, {}), output.storage_bytes)
+        else:
+            total += min(output.unique_bytes, output.storage_bytes or output.unique_bytes)
+    return total
+
+
+def _view_key(tensor: TensorInfo) -> tuple:
+    return (tensor.storage_offset, tensor.shape, tensor.stride)
+
+
+def _union_bytes(views: dict[tuple, int], storage_bytes: int) -> int:
+    """Bytes of one storage touched through several views: a whole-storage view settles it;
+    otherwise distinct partial views add up (disjoint slices), never past the storage size."""
+    if not views:
+        return 0
+    return min(storage_bytes, sum(views.values())) if storage_bytes else sum(views.values())

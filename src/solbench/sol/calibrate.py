@@ -1,0 +1,178 @@
+"""Measure attainable ceilings on the local device and derive a hardware spec from them.
+
+On a GPU: DRAM copy and read bandwidth, matmul rate per dtype (bf16, fp16, tf32, fp32 without
+tf32, fp8 through _scaled_mm where supported) by CUDA events. On a CPU (no GPU): memory copy and
+read bandwidth and matmul rates, so that the whole pipeline works without a GPU.
+Measured numbers replace the datasheet's where measured; the rest is kept from the base spec.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import statistics
+import time
+from typing import Any, Callable
+
+from solbench.sol.hardware import HardwareSpec, get_hardware
+
+GIB = 1024**3
+
+
+def _median_seconds(function: Callable[[], Any], synchronize: Callable[[], None], repeats: int, timer: Callable[[Callable[[], Any]], float] | None = None) -> float:
+    function()  # warm-up
+    synchronize()
+    samples = []
+    for _ in range(repeats):
+        if timer is not None:
+            samples.append(timer(function))
+        else:
+            start = time.perf_counter()
+            function()
+            synchronize()
+            samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def _cuda_timer(function: Callable[[], Any]) -> float:
+    import torch
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    function()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
+def measure(device: str, size_scale: float = 1.0, repeats: int = 10) -> dict[str, float]:
+    """Ceilings on this device: '<unit>' -> TFLOP/s, 'copy_tbps' and 'read_tbps' -> TB/s."""
+    import torch
+
+    cuda = device.startswith("cuda")
+    synchronize = torch.cuda.synchronize if cuda else (lambda: None)
+    timer = _cuda_timer if cuda else None
+    found: dict[str, float] = {}
+    bytes_per_buffer = int((2 * GIB if cuda else 256 * 1024**2) * size_scale)
+    source = torch.randn(bytes_per_buffer // 4, device=device)
+    target = torch.empty_like(source)
+    seconds = _median_seconds(lambda: target.copy_(source), synchronize, repeats, timer)
+    found["copy_tbps"] = 2 * bytes_per_buffer / seconds / 1e12
+    seconds = _median_seconds(lambda: source.sum(), synchronize, repeats, timer)
+    found["read_tbps"] = bytes_per_buffer / seconds / 1e12
+    del source, target
+
+    n = int((8192 if cuda else 1024) * size_scale ** 0.5) // 64 * 64 or 64
+    matmuls = {"tensor_bf16": torch.bfloat16, "tensor_fp16": torch.float16, "vector_fp32": torch.float32}
+    if cuda:
+        matmuls["tensor_tf32"] = torch.float32
+    else:
+        matmuls["vector_fp64"] = torch.float64
+    for unit, dtype in matmuls.items():
+        a = torch.randn(n, n, device=device).to(dtype)
+        b = torch.randn(n, n, device=device).to(dtype)
+        previous = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = unit == "tensor_tf32"
+        try:
+            seconds = _median_seconds(lambda: a @ b, synchronize, repeats, timer)
+        except RuntimeError:
+            continue
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = previous
+        found[unit] = 2 * n**3 / seconds / 1e12
+    if cuda:
+        try:
+            a = torch.randn(n, n, device=device).to(torch.float8_e4m3fn)
+            b = torch.randn(n, n, device=device).to(torch.float8_e4m3fn).t()
+            one = torch.tensor(1.0, device=device)
+            seconds = _median_seconds(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16), synchronize, repeats, timer)
+            found["tensor_fp8"] = 2 * n**3 / seconds / 1e12
+        except (RuntimeError, AttributeError):
+            pass
+    return found
+
+
+def calibrated_spec(base: HardwareSpec | None, device: str, measured: dict[str, float]) -> HardwareSpec:
+    """The base spec with measured ceilings in place of datasheet peaks (a CPU gets a spec of its own)."""
+    if base is None:
+        base = _cpu_base_spec()
+    data = base.model_dump(mode="json")
+    peaks = dict(data["peak_tflops"])
+    for unit, value in measured.items():
+        if unit in ("copy_tbps", "read_tbps"):
+            continue
+        peaks[unit] = round(value, 3)
+    if "vector_fp32" in measured and base.vendor == "CPU":
+        peaks.setdefault("vector_fp16", peaks["vector_fp32"])
+        peaks.setdefault("vector_int32", peaks["vector_fp32"])
+        peaks.setdefault("sfu", peaks["vector_fp32"] / 8)
+    data["peak_tflops"] = peaks
+    bandwidth = max(measured.get("copy_tbps", 0.0), measured.get("read_tbps", 0.0))
+    if bandwidth:
+        data["dram"]["bandwidth_tbps"] = round(bandwidth, 4)
+    data["name"] = f"{base.name}-calibrated"
+    data["calibration"] = {
+        "date": datetime.date.today().isoformat(),
+        "device": _device_name(device),
+        "base": base.name,
+        "measured": {k: round(v, 4) for k, v in measured.items()},
+        "note": "peaks replaced by measured ceilings where measured; the rest from the base spec",
+    }
+    return HardwareSpec.model_validate(data)
+
+
+def _device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        import torch
+
+        return torch.cuda.get_device_name(torch.device(device))
+    return platform.processor() or platform.machine()
+
+
+def _cpu_base_spec() -> HardwareSpec:
+    cores = os.cpu_count() or 1
+    cache = _cpu_last_level_cache()
+    return HardwareSpec(
+        name="CPU",
+        vendor="CPU",
+        architecture=platform.machine(),
+        sm_count=cores,
+        boost_clock_ghz=1.0,
+        dram={"capacity_gb": _memory_gb(), "bandwidth_tbps": 0.01},
+        on_chip={"l2_bytes": cache, "shared_memory_per_sm_bytes": 0, "registers_per_sm_bytes": 0},
+        peak_tflops={"vector_fp32": 0.1},
+    )
+
+
+def _cpu_last_level_cache() -> int:
+    largest = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for entry in os.listdir(base):
+            with open(os.path.join(base, entry, "size")) as handle:
+                text = handle.read().strip()
+            value = int(text.rstrip("KMG")) * {"K": 1024, "M": 1024**2, "G": 1024**3}.get(text[-1], 1)
+            largest = max(largest, value)
+    except (OSError, ValueError):
+        pass
+    return largest or 32 * 1024**2
+
+
+def _memory_gb() -> float:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    except (ValueError, OSError):
+        return 1.0
+
+
+def default_base_for(device: str) -> HardwareSpec | None:
+    """The datasheet entry matching the local GPU's name (None on a CPU)."""
+    if not device.startswith("cuda"):
+        return None
+    name = _device_name(device).upper()
+    for candidate in ("B200", "H200", "H100 PCIE", "H100", "A100", "L40S", "4090", "MI300X"):
+        if candidate in name:
+            lookup = {"H100 PCIE": "H100-PCIe", "H100": "H100-SXM", "A100": "A100-SXM", "4090": "RTX-4090"}.get(candidate, candidate)
+            return get_hardware(lookup)
+    return get_hardware("H100-SXM")

@@ -1,0 +1,70 @@
+"""The captured op graph: aten ops with the tensors they read and write."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any
+
+from solbench.spec.dtypes import DType
+
+
+@dataclass
+class TensorInfo:
+    """One tensor seen during capture (a view has its own TensorInfo, sharing the storage id)."""
+
+    id: int
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: DType | None  # None for dtypes solbench does not model (complex, ...)
+    element_bits: int
+    storage: int  # identity of the underlying storage
+    storage_offset: int
+    storage_bytes: int
+    role: str = "intermediate"  # input | output | intermediate
+    name: str | None = None  # the problem input / output it is, if any
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the logical tensor (every element once)."""
+        return (self.numel * self.element_bits + 7) // 8
+
+    @property
+    def unique_bytes(self) -> int:
+        """Bytes of distinct memory the tensor covers: broadcast (stride-0) dims count once."""
+        distinct = prod(size for size, step in zip(self.shape, self.stride) if step != 0 or size == 0)
+        return min((distinct * self.element_bits + 7) // 8, self.storage_bytes or distinct * self.element_bits // 8)
+
+    def describe(self) -> str:
+        name = f"{self.name}:" if self.name else ""
+        dtype = self.dtype.value if self.dtype else "?"
+        return f"{name}{dtype}{list(self.shape)}"
+
+
+@dataclass
+class OpNode:
+    """One aten op call."""
+
+    index: int
+    op: str  # e.g. "aten.mm.default"
+    packet: str  # e.g. "mm"
+    inputs: list[TensorInfo]  # tensor arguments, flattened, in order
+    outputs: list[TensorInfo]
+    args: tuple[Any, ...]  # the call's arguments with tensors replaced by their TensorInfo
+    kwargs: dict[str, Any]
+    is_view: bool = False  # every output aliases an input: no memory traffic
+    mutated: list[TensorInfo] = field(default_factory=list)  # inputs written in place
+    decomposed_from: str | None = None  # the op whose decomposition produced this node
+
+
+@dataclass
+class Graph:
+    nodes: list[OpNode]
+    inputs: dict[str, TensorInfo]  # problem input name -> tensor (tensors only)
+    outputs: dict[str, TensorInfo]
+    notes: list[str] = field(default_factory=list)  # how the capture was made, fallbacks with reasons
+    mode: str = "fake"  # fake | real

@@ -1,0 +1,156 @@
+"""Hardware specs: datasheet peaks per unit, DRAM bandwidth, on-chip capacity; and pricing of
+each execution unit under a precision policy."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from solbench.sol.costs import UNITS
+from solbench.spec.errors import SpecError, issues_from_validation_error
+
+Policy = Literal["strict", "relaxed"]
+USER_HARDWARE_DIR = Path(os.environ.get("SOLBENCH_HARDWARE_DIR", Path.home() / ".cache" / "solbench" / "hardware"))
+
+# Where a unit is missing on a chip, the next way to do the same work (fp8 without fp8 units runs as fp16).
+_FALLBACK = {
+    "tensor_fp4": "tensor_fp8",
+    "tensor_fp8": "tensor_fp16",
+    "tensor_int8": "vector_int32",
+    "tensor_fp64": "vector_fp64",
+    "tensor_tf32": "vector_fp32",
+    "tensor_fp16": "vector_fp16",
+    "tensor_bf16": "tensor_fp16",
+    "vector_fp16": "vector_fp32",
+}
+
+
+class Dram(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    capacity_gb: float = Field(gt=0)
+    bandwidth_tbps: float = Field(gt=0)
+
+
+class OnChip(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    l2_bytes: int = Field(ge=0)
+    shared_memory_per_sm_bytes: int = Field(ge=0)
+    registers_per_sm_bytes: int = Field(ge=0)
+    last_level_cache_bytes: int = 0
+    tensor_memory_per_sm_bytes: int = 0
+
+
+class HardwareSpec(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str
+    vendor: str
+    architecture: str
+    sm_count: int = Field(gt=0)
+    boost_clock_ghz: float = Field(gt=0)
+    dram: Dram
+    on_chip: OnChip
+    peak_tflops: dict[str, float]
+    relaxed_contraction_unit: str = "tensor_bf16"
+    calibration: dict[str, Any] | None = None
+
+    @property
+    def bandwidth_bytes_per_s(self) -> float:
+        return self.dram.bandwidth_tbps * 1e12
+
+    @property
+    def on_chip_bytes(self) -> int:
+        """Everything the chip holds between DRAM accesses: caches, shared memory, registers."""
+        per_sm = self.on_chip.shared_memory_per_sm_bytes + self.on_chip.registers_per_sm_bytes + self.on_chip.tensor_memory_per_sm_bytes
+        return self.on_chip.l2_bytes + self.on_chip.last_level_cache_bytes + self.sm_count * per_sm
+
+    def rate(self, unit: str, policy: Policy = "strict") -> tuple[float, str]:
+        """Operations per second for work counted on `unit`, and how that work is done."""
+        if unit == "tensor_fp32":
+            if policy == "relaxed":
+                return self.rate(self.relaxed_contraction_unit, policy)[0], f"relaxed: fp32 contraction at the {self.relaxed_contraction_unit} rate"
+            options = {"vector_fp32": self.peak("vector_fp32")}
+            if "tensor_fp32" in self.peak_tflops:
+                options["tensor_fp32"] = self.peak("tensor_fp32")
+            if "tensor_tf32" in self.peak_tflops:
+                options["3xTF32"] = self.peak("tensor_tf32") / 3
+            method = max(options, key=options.get)
+            return options[method], f"strict: fp32 contraction by {method}"
+        if unit == "vector_fp32" and policy == "relaxed" and "vector_fp16" in self.peak_tflops:
+            return self.peak("vector_fp16"), "relaxed: fp32 vector math at the 16-bit rate"
+        seen = unit
+        while seen not in self.peak_tflops:
+            if seen not in _FALLBACK:
+                raise SpecError(f"hardware {self.name} has no rate for {unit} and no fallback", field="peak_tflops")
+            seen = _FALLBACK[seen]
+        how = seen if seen == unit else f"{seen} (no {unit} on {self.name})"
+        return self.peak(seen), how
+
+    def peak(self, unit: str) -> float:
+        return self.peak_tflops[unit] * 1e12
+
+
+def builtin_hardware_dir() -> Path:
+    return Path(str(files("solbench.sol") / "hardware"))
+
+
+def _spec_files() -> list[Path]:
+    found = sorted(builtin_hardware_dir().glob("*.yaml"))
+    if USER_HARDWARE_DIR.is_dir():
+        found += sorted(USER_HARDWARE_DIR.glob("*.yaml"))
+    return found
+
+
+def load_hardware_file(path: Path) -> HardwareSpec:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise SpecError(f"cannot read hardware spec: {str(exc).splitlines()[0]}", path=path) from None
+    try:
+        spec = HardwareSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(issues_from_validation_error(exc), path=path) from None
+    unknown = set(spec.peak_tflops) - set(UNITS)
+    if unknown:
+        raise SpecError(f"unknown units {', '.join(sorted(unknown))} (known: {', '.join(UNITS)})", path=path, field="peak_tflops")
+    if "vector_fp32" not in spec.peak_tflops:
+        raise SpecError("vector_fp32 is required", path=path, field="peak_tflops")
+    return spec
+
+
+@lru_cache(maxsize=1)
+def _catalogue_cached(key: tuple[tuple[str, int], ...]) -> dict[str, tuple[Path, HardwareSpec]]:
+    catalogue = {}
+    for path, _ in key:
+        spec = load_hardware_file(Path(path))
+        catalogue[spec.name.lower()] = (Path(path), spec)
+    return catalogue
+
+
+def catalogue() -> dict[str, tuple[Path, HardwareSpec]]:
+    """Name (lower case) -> (file, spec) of every built-in and user (calibrated) spec."""
+    paths = _spec_files()
+    return _catalogue_cached(tuple((str(p), p.stat().st_mtime_ns) for p in paths))
+
+
+def get_hardware(name: str) -> HardwareSpec:
+    """A spec by name (case-insensitive, '-' and '_' alike) or by the path of a YAML file."""
+    if name.endswith((".yaml", ".yml")) or os.sep in name:
+        return load_hardware_file(Path(name))
+    wanted = name.lower().replace("_", "-")
+    for key, (_, spec) in catalogue().items():
+        if key.replace("_", "-") == wanted:
+            return spec
+    known = ", ".join(spec.name for _, spec in catalogue().values())
+    raise SpecError(f"unknown hardware {name!r}; known: {known}", field="hardware")
+
+
+def default_hardware_name() -> str:
+    return os.environ.get("SOLBENCH_HARDWARE", "H200")
+
+

@@ -1,0 +1,23 @@
+import torch
+import torch.nn as nn
+
+batch_size = 4
+dim = 8
+
+
+class Model(nn.Module):
+    """Malformed on purpose: get_inputs() returns a dict instead of a list."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return {"x": torch.randn(batch_size, dim)}
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,2 @@
+def run(x, y):
+    return x - y

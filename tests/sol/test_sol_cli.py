@@ -1,0 +1,184 @@
+"""`solbench sol` on KernelBench-style files, problem folders and datasets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from solbench.cli import app
+
+KERNELBENCH = Path(__file__).resolve().parents[1] / "data" / "kernelbench"
+LINEAR = KERNELBENCH / "01_linear.py"
+ENV = {"COLUMNS": "250", "SOLBENCH_HARDWARE": "H200"}
+
+REQUIRED_KEYS = {
+    "problem", "workload", "flops", "flops_by_unit", "bytes_fused", "bytes_unfused", "t_unfused_ms", "t_fused_ms",
+    "t_cache_aware_ms", "t_sol_ms", "bottleneck", "uncovered_ops",
+}
+
+
+def _write_problem(folder: Path, name: str, reference: str, workloads: list[dict], inputs=None, outputs=None, axes=None) -> Path:
+    folder.mkdir(parents=True)
+    definition = {
+        "name": name,
+        "axes": axes if axes is not None else {"N": {"type": "var"}},
+        "inputs": inputs or {"a": {"shape": ["N"], "dtype": "float32"}, "b": {"shape": ["N"], "dtype": "float32"}},
+        "outputs": outputs or {"c": {"shape": ["N"], "dtype": "float32"}},
+        "reference": reference,
+    }
+    (folder / "definition.json").write_text(json.dumps(definition))
+    (folder / "workload.jsonl").write_text("".join(json.dumps(w) + "\n" for w in workloads))
+    return folder
+
+
+def _add_workload(uuid: str, n: int) -> dict:
+    return {"uuid": uuid, "axes": {"N": n}, "inputs": {"a": {"type": "random"}, "b": {"type": "random"}}}
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
+
+
+@pytest.fixture
+def add_problem(tmp_path: Path) -> Path:
+    return _write_problem(tmp_path / "vec_add", "vec_add", "def run(a, b):\n    return a + b\n",
+                          [_add_workload("add-n1024-aaaa", 1024), _add_workload("add-n4096-bbbb", 4096)])
+
+
+def _json(result) -> list[dict]:
+    assert result.stdout.lstrip().startswith("["), result.output
+    return json.loads(result.stdout)
+
+
+def test_sol_json_on_a_kernelbench_file(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["sol", str(LINEAR), "--json"], env=ENV)
+    assert result.exit_code == 0, result.output
+    rows = _json(result)
+    assert len(rows) == 1
+    row = rows[0]
+    assert REQUIRED_KEYS <= row.keys()
+    assert row["problem"] == "01_linear"  # the file stem
+    # x [32, 512] @ W^T [512, 256] + b: 2 * 32 * 256 * 512 on the fp32 tensor unit, 32 * 256 bias adds
+    assert row["flops_by_unit"] == {"tensor_fp32": 2 * 32 * 256 * 512, "vector_fp32": 32 * 256}
+    assert row["flops"] == 2 * 32 * 256 * 512 + 32 * 256
+    assert row["bytes_fused"] == (32 * 512 + 256 * 512 + 256 + 32 * 256) * 4
+    assert row["bytes_unfused"] >= row["bytes_fused"]
+    assert row["t_sol_ms"] == row["t_cache_aware_ms"] >= row["t_fused_ms"] > 0
+    assert row["t_unfused_ms"] >= row["t_fused_ms"]
+    assert row["uncovered_ops"] == []
+    assert row["bottleneck"] == "memory"
+    assert row["hardware"] == "H200"
+
+
+def test_sol_json_on_a_problem_folder(runner: CliRunner, add_problem: Path) -> None:
+    result = runner.invoke(app, ["sol", str(add_problem), "--json"], env=ENV)
+    assert result.exit_code == 0, result.output
+    rows = _json(result)
+    assert [r["workload"] for r in rows] == ["add-n1024-aaaa", "add-n4096-bbbb"]
+    for row, n in zip(rows, (1024, 4096)):
+        assert REQUIRED_KEYS <= row.keys()
+        assert row["problem"] == "vec_add"
+        assert row["flops_by_unit"] == {"vector_fp32": n}
+        assert row["bytes_fused"] == 3 * 4 * n
+        assert row["t_fused_ms"] == pytest.approx(3 * 4 * n / 4.8e12 * 1e3)
+        assert row["policy"] == "strict"
+
+
+def test_sol_table_and_explain(runner: CliRunner) -> None:
+    plain = runner.invoke(app, ["sol", str(LINEAR)], env=ENV)
+    assert plain.exit_code == 0, plain.output
+    assert "01_linear" in plain.stdout
+    assert "per-op breakdown" not in plain.stdout
+    explained = runner.invoke(app, ["sol", str(LINEAR), "--explain"], env=ENV)
+    assert explained.exit_code == 0, explained.output
+    assert "per-op breakdown" in explained.stdout
+    assert "aten.addmm.default" in explained.stdout
+    assert "mk,kn,n->mn" in explained.stdout  # the op's einsum
+
+
+def test_sol_explain_lists_every_costed_op(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["sol", str(KERNELBENCH / "09_elementwise_chain.py"), "--explain"], env=ENV)
+    assert result.exit_code == 0, result.output
+    for op in ("aten.sigmoid.default", "aten.mul.Tensor", "aten.tanh.default", "aten.clamp.default", "aten.add.Tensor"):
+        assert op in result.stdout
+
+
+def test_sol_workload_filter(runner: CliRunner, add_problem: Path) -> None:
+    result = runner.invoke(app, ["sol", str(add_problem), "--json", "--workload", "add-n4096-bbbb"], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert [r["workload"] for r in _json(result)] == ["add-n4096-bbbb"]
+    prefix = runner.invoke(app, ["sol", str(add_problem), "--json", "-w", "add-n1024"], env=ENV)
+    assert prefix.exit_code == 0, prefix.output
+    assert [r["workload"] for r in _json(prefix)] == ["add-n1024-aaaa"]
+    both = runner.invoke(app, ["sol", str(add_problem), "--json", "-w", "add-n1024", "-w", "add-n4096"], env=ENV)
+    assert len(_json(both)) == 2
+
+
+def test_sol_workload_filter_matching_nothing(runner: CliRunner, add_problem: Path) -> None:
+    result = runner.invoke(app, ["sol", str(add_problem), "--json", "-w", "no-such-workload"], env=ENV)
+    assert result.exit_code == 1
+    assert _json(result) == []
+    assert "no workload matches no-such-workload" in result.stderr
+
+
+def test_sol_broken_problem_among_good_ones(runner: CliRunner, tmp_path: Path) -> None:
+    dataset = tmp_path / "dataset"
+    _write_problem(dataset / "a_good", "a_good", "def run(a, b):\n    return a + b\n", [_add_workload("good-1", 64)])
+    _write_problem(dataset / "b_broken", "b_broken", "def run(a, b):\n    raise ValueError('boom')\n", [_add_workload("broken-1", 64)])
+    _write_problem(dataset / "c_good", "c_good", "def run(a, b):\n    return a * b\n", [_add_workload("good-2", 64)])
+    result = runner.invoke(app, ["sol", str(dataset), "--json"], env=ENV)
+    assert result.exit_code == 1
+    assert sorted(r["problem"] for r in _json(result)) == ["a_good", "c_good"]
+    errors = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1
+    assert "b_broken" in errors[0] and "boom" in errors[0]
+    assert "Traceback" not in result.output
+
+    table = runner.invoke(app, ["sol", str(dataset)], env=ENV)
+    assert table.exit_code == 1
+    assert "a_good" in table.stdout and "c_good" in table.stdout
+
+
+def test_sol_invalid_problem_folder_among_good_ones(runner: CliRunner, tmp_path: Path) -> None:
+    dataset = tmp_path / "dataset"
+    _write_problem(dataset / "good", "good", "def run(a, b):\n    return a + b\n", [_add_workload("good-1", 64)])
+    bad = dataset / "bad"
+    bad.mkdir()
+    (bad / "definition.json").write_text("{ not json")
+    (bad / "workload.jsonl").write_text(json.dumps(_add_workload("bad-1", 64)) + "\n")
+    result = runner.invoke(app, ["sol", str(dataset), "--json"], env=ENV)
+    assert result.exit_code == 1
+    assert [r["problem"] for r in _json(result)] == ["good"]
+    errors = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1 and "invalid JSON" in errors[0]
+
+
+def test_sol_several_paths_in_one_call(runner: CliRunner, add_problem: Path, tmp_path: Path) -> None:
+    dataset = tmp_path / "dataset"
+    _write_problem(dataset / "L1" / "scale", "scale", "def run(a, b):\n    return a * 2.0 - b\n", [_add_workload("scale-1", 128)])
+    _write_problem(dataset / "L1" / "mul", "mul", "def run(a, b):\n    return a * b\n", [_add_workload("mul-1", 128)])
+    paths = [str(LINEAR), str(KERNELBENCH / "13_embedding.py"), str(dataset), str(add_problem)]
+    result = runner.invoke(app, ["sol", *paths, "--json"], env=ENV)
+    assert result.exit_code == 0, result.output
+    rows = _json(result)
+    assert sorted(r["problem"] for r in rows) == ["01_linear", "13_embedding", "mul", "scale", "vec_add", "vec_add"]
+    for row in rows:
+        assert REQUIRED_KEYS <= row.keys()
+        assert row["uncovered_ops"] == []
+
+
+def test_sol_hardware_and_policy_options(runner: CliRunner) -> None:
+    strict = _json(runner.invoke(app, ["sol", str(LINEAR), "--json", "-H", "a100-sxm"], env=ENV))[0]
+    relaxed = _json(runner.invoke(app, ["sol", str(LINEAR), "--json", "-H", "A100-SXM", "--policy", "relaxed"], env=ENV))[0]
+    assert strict["hardware"] == relaxed["hardware"] == "A100-SXM"
+    assert strict["policy"] == "strict" and relaxed["policy"] == "relaxed"
+    assert relaxed["t_compute_ms"] < strict["t_compute_ms"]
+    bad = runner.invoke(app, ["sol", str(LINEAR), "--policy", "sloppy"], env=ENV)
+    assert bad.exit_code != 0
+    unknown = runner.invoke(app, ["sol", str(LINEAR), "-H", "nope"], env=ENV)
+    assert unknown.exit_code == 1
+    assert "unknown hardware" in unknown.stderr
