@@ -165,6 +165,164 @@ def sol(
         raise typer.Exit(1)
 
 
+def _evaluation_options(device: str, trials: int, timeout: float, compile_timeout: float, seed: Optional[int], hardware: Optional[str],
+                        reference_latency: bool, timing: bool, policy: str) -> Any:
+    from solbench.bench.orchestrator import EvalOptions
+
+    if trials < 1:
+        raise typer.BadParameter("at least 1 trial", param_hint="--trials")
+    if timeout <= 0 or compile_timeout <= 0:
+        raise typer.BadParameter("timeouts are positive numbers of seconds", param_hint="--timeout")
+    return EvalOptions(device=device, trials=trials, timeout_s=timeout, compile_timeout_s=compile_timeout, seed=seed,
+                       hardware=hardware, reference_latency=reference_latency, timing=timing, policy=policy)
+
+
+def _trace_sink(output: Optional[Path], resume: bool) -> tuple[Any, set[tuple[str, str | None, str]]]:
+    """Where traces go (appended as soon as known) and what a resumed run has done already."""
+    from solbench.spec.errors import SpecError
+    from solbench.spec.files import append_jsonl
+    from solbench.spec.loaders import load_traces
+
+    done: set[tuple[str, str | None, str]] = set()
+    if output is not None and output.exists():
+        if not resume:
+            raise SpecError("exists already; pass --resume to continue it, or choose another file", path=output)
+        done = {(t.definition, t.solution, t.workload.uuid) for t in load_traces(output) if t.evaluation is not None}
+    return (lambda trace: append_jsonl(output, trace.to_json_dict())) if output is not None else (lambda trace: None), done
+
+
+def _progress_line(trace: Any) -> None:
+    from solbench.report.eval_tables import first_log_line
+
+    evaluation = trace.evaluation
+    latency = evaluation.performance.latency_ms if evaluation.performance and evaluation.performance.latency_ms is not None else None
+    detail = f"{latency:.4g} ms" if latency is not None else first_log_line(trace)[:160]
+    error_console.print(f"{trace.definition} / {trace.workload.uuid[:8]}: {evaluation.status.value}  {detail}")
+
+
+DeviceOption = Annotated[str, typer.Option(help="auto (cuda if available), cpu, cuda or cuda:N.")]
+TrialsOption = Annotated[int, typer.Option(help="Correctness trials per workload, each with fresh inputs.")]
+TimeoutOption = Annotated[float, typer.Option("--timeout", help="Seconds per workload (correctness and timing).")]
+CompileTimeoutOption = Annotated[float, typer.Option("--compile-timeout", help="Seconds for building the solution.")]
+SeedOption = Annotated[Optional[int], typer.Option(help="Input seed (default: a fresh random one, recorded in the traces).")]
+OutputOption = Annotated[Optional[Path], typer.Option("--output", "-o", help="Append traces to this JSONL file as each is known.")]
+
+
+@app.command("eval")
+@reports_user_errors
+def eval_command(
+    problem_path: Annotated[Path, typer.Argument(metavar="PROBLEM", help="A problem (folder, definition, KernelBench file) or a dataset holding the solution's problem.")],
+    solution_path: Annotated[Path, typer.Option("--solution", "-s", help="The solution JSON file.")],
+    output: OutputOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the traces as one JSON list.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Skip workloads already in the output file.")] = False,
+    workload: Annotated[Optional[list[str]], typer.Option("--workload", "-w", help="Only these workload uuids (or unique 6+ character prefixes).")] = None,
+    device: DeviceOption = "auto",
+    trials: TrialsOption = 5,
+    timeout: TimeoutOption = 300.0,
+    compile_timeout: CompileTimeoutOption = 600.0,
+    seed: SeedOption = None,
+    hardware: Annotated[Optional[str], typer.Option(help="Hardware spec for T_SOL (default: matched from the GPU).")] = None,
+    reference_latency: Annotated[bool, typer.Option("--reference-latency", help="Also time the reference the same way.")] = False,
+    timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time solutions that pass.")] = True,
+    policy: Annotated[str, typer.Option(help="Precision policy for T_SOL: strict, relaxed or auto.")] = "auto",
+    lock_clocks: Annotated[bool, typer.Option("--lock-clocks", help="Lock the GPU's SM clock at its maximum while timing (changes the GPU's state; needs permission).")] = False,
+) -> None:
+    """Evaluate a solution on every workload of its problem: correctness, then timing; one trace each."""
+    import json
+
+    from solbench.bench.clocks import locked_clocks
+    from solbench.bench.orchestrator import evaluate, resolve_device
+    from solbench.report.eval_tables import traces_table
+    from solbench.spec.errors import SpecError
+    from solbench.spec.loaders import load_problems, load_solution
+
+    solution = load_solution(solution_path)
+    problems = [p for p in load_problems([problem_path]) if p.name == solution.definition]
+    if not problems:
+        raise SpecError(f"holds no problem named {solution.definition!r} (the solution's definition)", path=problem_path)
+    problem = problems[0]
+    chosen = [problem.workload(w) for w in workload] if workload else problem.workloads
+    options = _evaluation_options(device, trials, timeout, compile_timeout, seed, hardware, reference_latency, timing, policy)
+    sink, done = _trace_sink(output, resume)
+    skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}
+
+    def on_trace(trace: Any) -> None:
+        sink(trace)
+        if not as_json:
+            _progress_line(trace)
+
+    device_name = resolve_device(options.device)
+    index = int(device_name.split(":")[1]) if ":" in device_name else 0
+    with locked_clocks(index, lock_clocks and device_name.startswith("cuda")):
+        traces = evaluate(problem, solution, options, workloads=chosen, skip=skip, on_trace=on_trace)
+    if as_json:
+        print(json.dumps([t.to_json_dict() for t in traces], indent=1))
+    else:
+        console.print(traces_table(traces, title=f"{solution.name} on {problem.name}"))
+        if skip:
+            console.print(f"{len(skip & {w.uuid for w in chosen})} workload(s) skipped: already in {output}")
+
+
+@app.command("run")
+@reports_user_errors
+def run_command(
+    paths: PathsArgument = None,
+    output: OutputOption = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Skip workloads already in the output file.")] = False,
+    workloads: Annotated[str, typer.Option(help="Which workloads: all, or smallest:N (default: all on a GPU, smallest:2 on a CPU).")] = "auto",
+    device: DeviceOption = "auto",
+    trials: TrialsOption = 3,
+    timeout: TimeoutOption = 300.0,
+    seed: SeedOption = None,
+) -> None:
+    """The main job: evaluate each problem's reference (its baseline) on its workloads and print the results."""
+    from solbench.bench.orchestrator import evaluate, reference_solution, resolve_device
+    from solbench.report.eval_tables import traces_table
+    from solbench.spec.loaders import load_problems
+
+    problems = load_problems(_default_paths(paths))
+    options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, True, "auto")
+    device_name = resolve_device(options.device)
+    if workloads == "auto":
+        workloads = "all" if device_name.startswith("cuda") else "smallest:2"
+    if device_name == "cpu":
+        options.budget_s, options.min_iterations, options.timing_pool = 2.0, 5, 2
+    sink, done = _trace_sink(output, resume)
+    traces = []
+    for problem in problems:
+        chosen = _choose_workloads(problem, workloads)
+        solution = reference_solution(problem)
+        skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}
+
+        def on_trace(trace: Any) -> None:
+            sink(trace)
+            _progress_line(trace)
+
+        traces += evaluate(problem, solution, options, workloads=chosen, skip=skip, on_trace=on_trace)
+    console.print(traces_table(traces, title=f"reference solutions on {device_name}"))
+    failed = [t for t in traces if t.evaluation.status.value != "PASSED"]
+    console.print(f"{len(traces) - len(failed)} of {len(traces)} workloads passed", style="red" if failed else "green")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _choose_workloads(problem: Any, which: str) -> list[Any]:
+    if which == "all":
+        return problem.workloads
+    if which.startswith("smallest:") and which.split(":", 1)[1].isdigit():
+        count = int(which.split(":", 1)[1])
+        return sorted(problem.workloads, key=lambda w: _input_elements(problem, w))[:count]
+    raise typer.BadParameter(f"expected all or smallest:N, got {which!r}", param_hint="--workloads")
+
+
+def _input_elements(problem: Any, workload: Any) -> int:
+    from math import prod
+
+    axes = problem.axes(workload)
+    return sum(prod(spec.resolve_shape(axes)) for spec in problem.definition.inputs.values() if spec.shape is not None)
+
+
 hw_app = typer.Typer(help="Hardware specs: list, show, calibrate.", no_args_is_help=True)
 app.add_typer(hw_app, name="hw")
 

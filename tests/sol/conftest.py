@@ -1,18 +1,19 @@
-"""Shared helpers of the speed-of-light tests: problems built in code, analysed on real hardware specs."""
+"""Shared helpers of the speed-of-light tests: problems built in code, analysed on real hardware specs.
+
+Test modules import these helpers as `sol_testkit`: another folder's conftest.py (tests/spec/) can take
+the plain module name `conftest` first when both folders are collected in one run.
+"""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from typing import Any
-
-import pytest
 
 from solbench.sol.analysis import SolResult, analyze
 from solbench.sol.hardware import get_hardware
 from solbench.spec import Definition, Problem, Workload
 from solbench.spec.files import parse_model
-
-TENSOR_UNITS = ("tensor_fp64", "tensor_fp32", "tensor_tf32", "tensor_fp16", "tensor_bf16", "tensor_fp8", "tensor_fp4", "tensor_int8")
 
 InputSpecs = dict[str, tuple]  # name -> (shape list | None, dtype) or (None, dtype, scalar value)
 
@@ -76,11 +77,6 @@ def ops(result: SolResult) -> list[str]:
     return [r.node.op for r in result.nodes if r.cost is None or r.cost.flops or r.cost.reads or r.cost.writes]
 
 
-@pytest.fixture(scope="session")
-def h200():
-    return get_hardware("H200")
-
-
 def real_inputs(problem: Problem) -> dict[str, Any]:
     """The workload's own inputs, generated for real on the CPU (small shapes only)."""
     from solbench.spec.inputs import generate_inputs
@@ -106,3 +102,6 @@ def problem_with_inferred_outputs(reference: str, inputs: InputSpecs, **kwargs: 
     assert all(isinstance(r, torch.Tensor) for r in results)
     outputs = {f"out{i}": (list(r.shape), DType.from_torch(r.dtype).value) for i, r in enumerate(results)}
     return make_problem(reference, inputs, outputs, **kwargs)
+
+
+sys.modules["sol_testkit"] = sys.modules[__name__]

@@ -12,7 +12,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from conftest import problem_with_inferred_outputs, real_inputs, run_reference, tensor_flops
+from sol_testkit import problem_with_inferred_outputs, real_inputs, run_reference, tensor_flops
 from solbench.sol.analysis import analyze
 from solbench.sol.hardware import get_hardware
 

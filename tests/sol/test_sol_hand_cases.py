@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import nonzero_units, sol
+from sol_testkit import nonzero_units, sol
 
 F32, BF16, F16, F64 = "float32", "bfloat16", "float16", "float64"
 
 
-def case(id, body, inputs, outputs, units, fused, imports=""):  # noqa: A002 - pytest's word
+def case(id, body, inputs, outputs, units, fused):  # noqa: A002 - pytest's word
     return pytest.param(body, inputs, outputs, units, fused, id=id)
 
 
@@ -176,7 +176,6 @@ def test_group_norm_bytes_and_vector_flops() -> None:
     assert result.bytes_fused == 1024 + 32 + 32 + 1024
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: group_norm counts one rsqrt per sample (N), not per (sample, group) (N * G)")
 def test_group_norm_one_rsqrt_per_group() -> None:
     # 2 samples x 4 groups = 8 normalised groups, so 8 rsqrt on the SFU (the rule gives 2).
     inputs = {"x": ([2, 8, 4, 4], F32), "w": ([8], F32), "b": ([8], F32)}
@@ -209,8 +208,6 @@ def test_vector_norm_by_hand() -> None:
     assert result.bytes_fused == 512 + 32
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: linalg_vector_norm's rule reads args[1] (ord) as the reduced dims: "
-                   "ord=2 with dim=1 on [8, 16] is described as a reduction over dim 0 ('ab->b')")
 def test_vector_norm_einsum_names_the_reduced_dim() -> None:
     inputs = {"x": ([8, 16], F32)}
     result = sol(_ref(inputs, "torch.linalg.vector_norm(x, 2, dim=1)"), inputs, {"z": ([8], F32)})
@@ -218,8 +215,6 @@ def test_vector_norm_einsum_names_the_reduced_dim() -> None:
     assert norm.cost.einsum == "ab->a"
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="BUG: F.normalize (linalg_vector_norm with a float ord, 2.0) "
-                   "crashes the reduction rule: TypeError 'float' object is not iterable")
 def test_normalize_does_not_crash() -> None:
     # norm over dim -1: 2 * 128 + 8 SFU; clamp_min over 8 norms; expand (free); div of 128 (128 + 128 SFU)
     inputs = {"x": ([8, 16], F32)}
@@ -229,9 +224,6 @@ def test_normalize_does_not_crash() -> None:
     assert result.bytes_fused == 512 + 512
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: capture follows the CPU dispatcher: bf16 sdpa with head_dim_v != head_dim "
-                   "(or 3-D inputs) takes the CPU math path, which upcasts to fp32, so the contraction is priced as "
-                   "tensor_fp32 (3xTF32, 165 TFLOP/s) instead of tensor_bf16 (989 TFLOP/s) on an H200")
 @pytest.mark.parametrize("shapes", [([2, 4, 16, 8], [2, 4, 32, 8], [2, 4, 32, 16]), ([4, 16, 8], [4, 32, 8], [4, 32, 8])],
                          ids=["value_dim_16", "three_d"])
 def test_bf16_attention_is_priced_on_bf16_tensor_cores(shapes) -> None:
@@ -243,3 +235,11 @@ def test_bf16_attention_is_priced_on_bf16_tensor_cores(shapes) -> None:
     s_q, s_k, d, d_v = q[-2], k[-2], q[-1], v[-1]
     assert result.flops_by_unit.get("tensor_bf16") == 2 * heads * s_q * s_k * (d + d_v)
     assert "tensor_fp32" not in nonzero_units(result)
+
+
+def test_named_axes_and_python_scalars() -> None:
+    # y = x * s + b over [M, N] = [4, 8]: mul 32 + add 32; s is a Python float (no memory), b a 0-d tensor.
+    inputs = {"x": (["M", "N"], F32), "s": (None, F32, 0.5), "b": ([], F32)}
+    result = sol(_ref(inputs, "x * s + b"), inputs, {"y": (["M", "N"], F32)}, axes={"M": 4, "N": 8})
+    assert nonzero_units(result) == {"vector_fp32": 32 + 32}
+    assert result.bytes_fused == 128 + 4 + 128

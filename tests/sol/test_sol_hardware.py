@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from conftest import sol
+from sol_testkit import sol
 from solbench.cli import app
 from solbench.sol.hardware import catalogue, get_hardware
 from solbench.spec.errors import SpecError
@@ -40,9 +40,9 @@ def test_built_in_spec_loads(name: str) -> None:
             assert rate > 0 and how
 
 
-def test_exactly_the_eight_built_in_specs() -> None:
+def test_the_eight_built_in_specs_are_in_the_catalogue() -> None:
     names = {spec.name for _, spec in catalogue().values()}
-    assert names == set(BUILT_IN)
+    assert set(BUILT_IN) <= names
 
 
 def test_h200_numbers() -> None:
@@ -75,8 +75,8 @@ def test_fp8_matmul_on_a100_falls_back_to_fp16_rate() -> None:
     flops = 2 * 4096**3
     assert result.flops_by_unit["tensor_fp8"] == flops
     assert "no tensor_fp8" in result.rate_notes["tensor_fp8"]
-    # tensor_fp8 at 312 T/s plus the scale per output on A100's 16-bit vector units (78 T/s)
-    assert result.t_compute_s == pytest.approx(flops / 312e12 + 4096 * 4096 / 78e12)
+    # tensor_fp8 at 312 T/s, concurrent with the scale per output on A100's 16-bit vector units (78 T/s)
+    assert result.t_compute_s == pytest.approx(max(flops / 312e12, 4096 * 4096 / 78e12))
     on_h200 = sol(reference, inputs, {"c": ([4096, 4096], "bfloat16")}, hardware="H200")
     assert on_h200.rate_notes["tensor_fp8"] == "tensor_fp8"
 

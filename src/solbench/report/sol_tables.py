@@ -39,7 +39,7 @@ def sol_table(results: list[SolResult]) -> Table:
         units = ", ".join(f"{_SHORT_UNIT.get(u, u)} {quantity(f)}" for u, f in sorted(result.flops_by_unit.items(), key=lambda x: -x[1]) if f)
         bottleneck = result.bottleneck + (" (partial)" if result.partial else "")
         table.add_row(
-            result.problem, result.workload[:8], units or "0", quantity(result.bytes_fused, "B"),
+            result.problem, result.workload, units or "0", quantity(result.bytes_fused, "B"),
             milliseconds(result.t_unfused_s), milliseconds(result.t_fused_s), milliseconds(result.t_sol_s), bottleneck,
         )
     return table

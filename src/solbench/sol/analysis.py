@@ -1,6 +1,7 @@
 """From a problem's reference to its speed-of-light time on a piece of hardware.
 
-Bounds, each T = max(sum over units of FLOPs / rate, DRAM bytes / bandwidth):
+Bounds, each T = max(compute time, DRAM bytes / bandwidth), where compute time is the largest
+FLOPs / rate over the execution units (they run concurrently):
 - unfused: every op reads its inputs and writes its outputs (sum over ops of each op's T);
 - fused: one kernel; DRAM traffic is the problem's inputs as far as they are read, plus its outputs;
 - cache-aware: fused, plus what contractions must re-read when their operands do not fit on chip,
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from math import prod
 from typing import Any
 
 from solbench.sol.capture import capture
@@ -132,13 +134,15 @@ def analyze_graph(graph: Graph, problem: str, workload: str, hardware: HardwareS
     bandwidth = hardware.bandwidth_bytes_per_s
 
     def compute_time(unit_flops: dict[str, float]) -> tuple[float, dict[str, float]]:
+        """Units (matrix, vector, special-function) work concurrently, so the busiest one bounds the
+        time: a sum would be beaten by kernels that overlap them (flash attention's exp and MMAs)."""
         per_unit = {}
         for unit, value in unit_flops.items():
             if value:
                 rate, how = hardware.rate(unit, policy)
                 rate_notes[unit] = how
                 per_unit[unit] = value / rate
-        return sum(per_unit.values()), per_unit
+        return max(per_unit.values(), default=0.0), per_unit
 
     t_compute, per_unit_time = compute_time(flops)
     bytes_unfused = 0.0
@@ -219,12 +223,40 @@ def fused_bytes(graph: Graph, costs: list[Cost]) -> float:
 
 
 def _view_key(tensor: TensorInfo) -> tuple:
-    return (tensor.storage_offset, tensor.shape, tensor.stride)
+    return (tensor.storage_offset, tensor.shape, tensor.stride, tensor.element_bits)
 
 
 def _union_bytes(views: dict[tuple, int], storage_bytes: int) -> int:
-    """Bytes of one storage touched through several views: a whole-storage view settles it;
-    otherwise distinct partial views add up (disjoint slices), never past the storage size."""
+    """Bytes of one storage touched through several views. A dense view (contiguous, read whole)
+    covers one byte interval, and overlapping intervals are merged; other views (strided slices,
+    gathers) add what they touch. Never more than the storage."""
     if not views:
         return 0
-    return min(storage_bytes, sum(views.values())) if storage_bytes else sum(views.values())
+    intervals: list[tuple[int, int]] = []
+    scattered = 0
+    for (offset, shape, stride, bits), count in views.items():
+        numel = prod(shape)
+        if numel and _is_contiguous(shape, stride) and count * 8 >= numel * bits:
+            start = offset * bits // 8
+            intervals.append((start, start + (numel * bits + 7) // 8))
+        else:
+            scattered += count
+    covered, end = 0, -1
+    for start, stop in sorted(intervals):
+        if start > end:
+            covered += stop - start
+            end = stop
+        elif stop > end:
+            covered += stop - end
+            end = stop
+    total = covered + scattered
+    return min(storage_bytes, total) if storage_bytes else total
+
+
+def _is_contiguous(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
+    expected = 1
+    for size, step in zip(reversed(shape), reversed(stride)):
+        if size != 1 and step != expected:
+            return False
+        expected *= size
+    return True

@@ -90,10 +90,21 @@ def _record(run: Any, arguments: dict[str, Any], problem: Problem, decompose: An
     return Graph(recorder.nodes, inputs, outputs, mode=mode_name)
 
 
+# Composite functions recorded as one node, whatever backend the capture device would pick
+# (on a CPU, SDPA may take a math path that upcasts bf16 to fp32 and would be priced as fp32 work).
+# name -> parameter names, in the order the node's args keep them.
+_WHOLE_FUNCTIONS = {
+    "scaled_dot_product_attention": ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"),
+}
+
+
 class _Recorder:
-    """A TorchDispatchMode that records every aten op with TensorInfos for its tensors."""
+    """A TorchDispatchMode that records every aten op with TensorInfos for its tensors (plus a
+    TorchFunctionMode that records a few composite functions whole)."""
 
     def __init__(self, decompose: Any):
+        import torch.nn.functional as functional
+        from torch.overrides import TorchFunctionMode
         from torch.utils._python_dispatch import TorchDispatchMode
 
         recorder = self
@@ -102,19 +113,50 @@ class _Recorder:
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
                 return recorder.dispatch(self, func, args, kwargs or {})
 
+        whole = {getattr(functional, name): name for name in _WHOLE_FUNCTIONS}
+
+        class FunctionMode(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+                kwargs = kwargs or {}
+                if func in whole and not recorder._suppressed:
+                    return recorder.record_whole(whole[func], func, args, kwargs)
+                return func(*args, **kwargs)
+
         self.mode = Mode()
+        self.function_mode = FunctionMode()
         self.decompose = decompose
         self.nodes: list[OpNode] = []
         self._infos: dict[int, tuple[Any, TensorInfo]] = {}  # id(tensor) -> (tensor kept alive, info)
         self._ids = itertools.count()
         self._decomposing: list[str] = []
+        self._suppressed = 0
 
     def __enter__(self) -> _Recorder:
+        self.function_mode.__enter__()
         self.mode.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.mode.__exit__(*exc)
+        self.function_mode.__exit__(*exc)
+
+    def record_whole(self, name: str, func: Any, args: tuple, kwargs: dict) -> Any:
+        import torch
+        from torch.utils._pytree import tree_flatten
+
+        self._suppressed += 1
+        try:
+            result = func(*args, **kwargs)
+        finally:
+            self._suppressed -= 1
+        parameters = _WHOLE_FUNCTIONS[name]
+        bound = dict(zip(parameters, args))
+        bound.update({k: v for k, v in kwargs.items() if k in parameters})
+        ordered = tuple(self.info(bound[p]) if isinstance(bound.get(p), torch.Tensor) else bound.get(p) for p in parameters)
+        inputs = [a for a in ordered if isinstance(a, TensorInfo)]
+        outputs = [self.info(t) for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor)]
+        self.nodes.append(OpNode(len(self.nodes), f"torch.nn.functional.{name}", name, inputs, outputs, ordered, {}))
+        return result
 
     def info(self, tensor: Any) -> TensorInfo:
         known = self._infos.get(id(tensor))
@@ -144,7 +186,7 @@ class _Recorder:
         from torch.utils._pytree import tree_flatten, tree_map
 
         name = str(func)
-        if name in _METADATA_OPS:
+        if name in _METADATA_OPS or self._suppressed:
             return func(*args, **kwargs)
         if self.decompose is not None:
             replacement = self.decompose(func)

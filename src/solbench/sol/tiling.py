@@ -15,11 +15,14 @@ ACCUMULATOR_BYTES = 4  # fp32 accumulators
 
 
 def _candidates(limit: int) -> list[int]:
+    """Tile sizes to try: powers of two, the whole extent, and every size that splits it evenly
+    into a given number of tiles (ceil(limit / k) for small k)."""
     values = {limit}
     size = 1
     while size < limit:
         values.add(size)
         size *= 2
+    values.update(ceil(limit / k) for k in range(1, 65))
     return sorted(values)
 
 
@@ -30,10 +33,14 @@ def gemm_traffic(m: int, n: int, k: int, a: float, b: float, c: float, ea: float
     best = float("inf")
     if a + m * ACCUMULATOR_BYTES <= capacity or b + n * ACCUMULATOR_BYTES <= capacity:
         best = a + b + c  # one operand resident, the other streamed once, one output column/row at a time
+    # For each tile width, the tallest tile that fits (and the same the other way round).
+    for tile_n in _candidates(n):
+        tile_m = min(m, int((capacity - tile_n * eb) // (tile_n * ACCUMULATOR_BYTES + ea)))
+        if tile_m >= 1:
+            best = min(best, a * ceil(n / tile_n) + b * ceil(m / tile_m) + c)
     for tile_m in _candidates(m):
-        for tile_n in _candidates(n):
-            if tile_m * tile_n * ACCUMULATOR_BYTES + tile_m * ea + tile_n * eb > capacity:
-                continue
+        tile_n = min(n, int((capacity - tile_m * ea) // (tile_m * ACCUMULATOR_BYTES + eb)))
+        if tile_n >= 1:
             best = min(best, a * ceil(n / tile_n) + b * ceil(m / tile_m) + c)
     if best == float("inf"):  # a capacity too small for even one accumulator: stream everything per output
         best = a * n + b * m + c

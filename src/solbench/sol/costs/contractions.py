@@ -71,6 +71,17 @@ def _matrix_vector(node: OpNode) -> Cost:
     return cost
 
 
+@rule("_cdist_forward")
+def _cdist(node: OpNode) -> Cost:
+    """Pairwise distances of [.., P, M] and [.., R, M]: a difference, a multiply-add per pair and feature."""
+    x1, x2 = node.inputs[:2]
+    pairs = prod(x1.shape[:-1]) * x2.shape[-2]
+    cost = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs], einsum="bpm,brm->bpr")
+    cost.flops[vector_unit(x1.dtype)] += 3.0 * pairs * x1.shape[-1]
+    cost.flops["sfu"] += pairs  # the root of each distance
+    return cost
+
+
 @rule("convolution", "_convolution", "convolution_overrideable", "cudnn_convolution", "mkldnn_convolution",
       "_slow_conv2d_forward", "slow_conv3d_forward", "slow_conv_dilated2d", "slow_conv_dilated3d",
       "cudnn_convolution_transpose", "slow_conv_transpose2d", "slow_conv_transpose3d", "_nnpack_spatial_convolution")
@@ -127,6 +138,7 @@ ATTENTION_OPS = {
     "_flash_attention_forward": (6, None),
     "_efficient_attention_forward": (None, 3),
     "_scaled_dot_product_fused_attention_overrideable": (6, 3),
+    "scaled_dot_product_attention": (5, 3),  # recorded whole: (q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 }
 
 
@@ -147,10 +159,12 @@ def _attention(node: OpNode) -> Cost:
     layout_bshd = node.packet in {"_flash_attention_forward", "_efficient_attention_forward"}
     if layout_bshd:  # [B, S, H, D]
         (b, s_q, h_q, d), (_, s_k, h_kv, _), d_v = q.shape, k.shape, v.shape[-1]
-    else:  # [B, H, S, D]
-        (b, h_q, s_q, d), (_, h_kv, s_k, _), d_v = q.shape, k.shape, v.shape[-1]
+        q_heads, kv_heads = b * h_q, b * h_kv
+    else:  # [..., S, D]: every leading dim (batch, heads) is independent
+        s_q, d, s_k, d_v = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
+        q_heads, kv_heads = prod(q.shape[:-2]), prod(k.shape[:-2])
     pairs = causal_pairs(s_q, s_k) if causal else s_q * s_k
-    scores = b * h_q * pairs
+    scores = q_heads * pairs
     out = node.outputs[0]
     cost = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs if t.numel > 0])
     cost.flops[tensor_unit(q.dtype, k.dtype)] += 2.0 * scores * (d + d_v)
@@ -159,9 +173,9 @@ def _attention(node: OpNode) -> Cost:
     cost.einsum = "bhqd,bhkd,bhkv->bhqv" + (" (causal)" if causal else "")
     if mask_index is not None and len(node.args) > mask_index and isinstance(node.args[mask_index], TensorInfo):
         cost.einsum += " (masked)"
-    group = max(1, h_q // max(1, h_kv))
+    group = max(1, q_heads // max(1, kv_heads))
     cost.contraction = Contraction(
-        "attention", b * h_kv, s_q * group, d_v, s_k, q.unique_bytes, k.unique_bytes, out.unique_bytes,
+        "attention", kv_heads, s_q * group, d_v, s_k, q.unique_bytes, k.unique_bytes, out.unique_bytes,
         (q.element_bits / 8, k.element_bits / 8, out.element_bits / 8), extra_bytes=v.unique_bytes,
     )
     return cost

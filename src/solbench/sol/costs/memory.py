@@ -41,7 +41,7 @@ def _factory(node: OpNode) -> Cost:
       "col2im", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "_unsafe_index", "take_along_dim", "tile",
       "native_channel_shuffle", "polar", "complex", "view_copy", "permute_copy", "expand_copy", "transpose_copy",
       "slice_copy", "select_copy", "unsqueeze_copy", "squeeze_copy", "t_copy", "split_with_sizes_copy", "unbind_copy",
-      "diagonal_copy", "as_strided_copy", "_unsafe_view_copy", "unfold_copy", "slice_scatter", "select_scatter",
+      "diagonal_copy", "as_strided_copy", "_unsafe_view_copy", "unfold_copy", "slice_scatter", "select_scatter", "diag", "diag_embed",
       "diagonal_scatter", "as_strided_scatter")
 def _copy_like(node: OpNode) -> Cost:
     cost = Cost(reads=reads_all(node), writes=writes_all(node))
@@ -131,16 +131,26 @@ def _index_update(node: OpNode) -> Cost:
 
 @rule("index_put", "index_put_")
 def _index_put(node: OpNode) -> Cost:
+    """target[indices] = values: the assigned elements are the indices' broadcast shape times the
+    sizes of the dims they leave unindexed (None slots and trailing dims)."""
     target = node.inputs[0]
     values = node.inputs[-1]
     accumulate = bool(node.args[3]) if len(node.args) > 3 else bool(node.kwargs.get("accumulate", False))
+    slots = list(node.args[1]) if len(node.args) > 1 and isinstance(node.args[1], (list, tuple)) else []
+    index_tensors = [a for a in slots if isinstance(a, TensorInfo)]
+    indexed = prod(_broadcast_shape([t.shape for t in index_tensors])) if index_tensors else 1
+    free = prod(size for position, size in enumerate(target.shape) if position >= len(slots) or not isinstance(slots[position], TensorInfo))
     element = max(1, target.element_bits // 8)
-    written = max(values.numel, max((t.numel for t in node.inputs[1:-1]), default=0))
-    index_count = max((t.numel for t in node.inputs[1:-1]), default=0)
-    indexed_dims = sum(1 for a in (node.args[1] if len(node.args) > 1 else []) if a is not None)
-    row = prod(target.shape[indexed_dims:]) if indexed_dims else 1
-    rows_bytes = max(written * element, index_count * row * element)
-    return _indexed_update(node, 1, min(rows_bytes, target.unique_bytes), values, accumulate)
+    return _indexed_update(node, indexed * free, element, values, accumulate)
+
+
+def _broadcast_shape(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    rank = max((len(s) for s in shapes), default=0)
+    result = []
+    for position in range(rank):
+        sizes = [s[position - rank + len(s)] for s in shapes if position - rank + len(s) >= 0]
+        result.append(max(sizes) if sizes else 1)
+    return tuple(result)
 
 
 @rule("sort", "argsort", "msort")

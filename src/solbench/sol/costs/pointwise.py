@@ -30,7 +30,8 @@ _table(3, 0, "hardswish", "hardshrink", "softshrink")
 _table(1, 1, "exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan", "tanh", "erf",
        "erfc", "erfinv", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "expm1", "log1p", "lgamma",
        "digamma")
-_table(2, 2, "pow", "float_power", "atan2", "logaddexp", "logaddexp2", "softplus")
+_table(2, 2, "pow", "float_power", "atan2", "logaddexp", "logaddexp2", "softplus", "log_sigmoid_forward", "log_sigmoid")
+_table(3, 1, "hypot")
 _table(3, 1, "sigmoid", "logit")
 _table(4, 1, "silu", "elu", "selu", "celu", "mish_inner")
 _table(5, 1, "gelu")  # erf form; the tanh form costs the same order

@@ -8,9 +8,14 @@ from solbench.sol.costs.base import Cost, letters, reads_all, rule, vector_unit,
 from solbench.sol.graph import OpNode, TensorInfo
 
 
+# Where the `dim` argument sits, for ops whose second argument is something else (the norm's order).
+_DIM_ARGUMENT = {"linalg_vector_norm": 2, "norm": 2}
+
+
 def _reduced_dims(node: OpNode, source: TensorInfo) -> list[int]:
     rank = len(source.shape)
-    dims = node.args[1] if len(node.args) > 1 and not isinstance(node.args[1], (bool, TensorInfo)) else node.kwargs.get("dim")
+    index = _DIM_ARGUMENT.get(node.packet, 1)
+    dims = node.args[index] if len(node.args) > index and not isinstance(node.args[index], (bool, TensorInfo, float)) else node.kwargs.get("dim")
     if dims is None or dims == [] or dims == ():
         return list(range(rank))
     if isinstance(dims, int):
@@ -76,19 +81,21 @@ rule("_softmax_backward_data", "_log_softmax_backward_data")(_last_dim_op(4, 0))
 rule("cumsum", "cumprod", "logcumsumexp", "cummax", "cummin")(_last_dim_op(1, 0, two_pass=False))
 
 
-def _normalisation(flops_per_element: float, normalized_dims):
-    """layer/group/batch/RMS norm: statistics over some dims, then scale and shift every element."""
+def _normalisation(flops_per_element: float, slice_elements, two_pass=lambda node: True):
+    """layer/group/batch/RMS norm: statistics over a slice, then scale and shift every element.
+    `slice_elements(node, source)` is the size of one normalised slice; ops that are given their
+    statistics (batch norm in eval mode) make one pass."""
 
     def cost(node: OpNode) -> Cost:
         source = node.inputs[0]
-        reduced = normalized_dims(node, source)
+        per_slice = max(1, slice_elements(node, source))
         result = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs])
         result.flops[vector_unit(source.dtype)] += flops_per_element * source.numel
-        groups = source.numel // max(1, prod(source.shape[d] for d in reduced))
-        result.flops["sfu"] += groups  # one rsqrt per normalised group
+        result.flops["sfu"] += source.numel // per_slice  # one rsqrt per normalised slice
         full = letters(len(source.shape))
         result.einsum = f"{full}->{full}"
-        result.two_pass_slice = (source, _slice_bytes(source, reduced))
+        if two_pass(node):
+            result.two_pass_slice = (source, per_slice * source.element_bits // 8)
         if node.mutated:  # batch norm in training mode updates running statistics in place
             result.writes += [(t, t.unique_bytes) for t in node.mutated]
         return result
@@ -96,25 +103,36 @@ def _normalisation(flops_per_element: float, normalized_dims):
     return cost
 
 
-def _layer_norm_dims(node: OpNode, source: TensorInfo) -> list[int]:
-    normalized = node.args[1] if len(node.args) > 1 else [source.shape[-1]]
-    rank = len(source.shape)
-    return list(range(rank - len(normalized), rank))
+def _layer_norm_slice(node: OpNode, source: TensorInfo) -> int:
+    normalized = node.args[1] if len(node.args) > 1 and isinstance(node.args[1], (list, tuple)) else [source.shape[-1]]
+    return prod(normalized)
 
 
-def _group_norm_dims(node: OpNode, source: TensorInfo) -> list[int]:
-    return list(range(1, len(source.shape)))  # per (sample, group): channels/group x spatial; a slice upper bound
+def _group_norm_slice(node: OpNode, source: TensorInfo) -> int:
+    """native_group_norm(input, weight, bias, N, C, HxW, group, eps): one group is C/group x HxW."""
+    if len(node.args) > 6 and all(isinstance(a, int) for a in node.args[3:7]):
+        _, channels, spatial, groups = node.args[3:7]
+        return channels // max(1, groups) * spatial
+    return prod(source.shape[1:])
 
 
-def _batch_norm_dims(node: OpNode, source: TensorInfo) -> list[int]:
-    return [0] + list(range(2, len(source.shape)))
+def _batch_norm_slice(node: OpNode, source: TensorInfo) -> int:
+    return source.numel // max(1, source.shape[1]) if len(source.shape) > 1 else source.numel
 
 
-rule("native_layer_norm", "layer_norm")(_normalisation(8, _layer_norm_dims))
-rule("_fused_rms_norm", "rms_norm")(_normalisation(5, _layer_norm_dims))
-rule("native_group_norm")(_normalisation(8, _group_norm_dims))
+def _batch_norm_trains(node: OpNode) -> bool:
+    """Training computes the statistics (two passes); eval mode is given them (one pass)."""
+    if node.packet == "_native_batch_norm_legit_no_training":
+        return False
+    # The `training` flag is the first bool after (input, weight, bias) in every overload.
+    return next((a for a in node.args[3:] if isinstance(a, bool)), True)
+
+
+rule("native_layer_norm", "layer_norm")(_normalisation(8, _layer_norm_slice))
+rule("_fused_rms_norm", "rms_norm")(_normalisation(5, _layer_norm_slice))
+rule("native_group_norm")(_normalisation(8, _group_norm_slice))
 rule("native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training", "_native_batch_norm_legit_functional",
-     "batch_norm", "cudnn_batch_norm", "miopen_batch_norm")(_normalisation(8, _batch_norm_dims))
-rule("native_layer_norm_backward")(_normalisation(12, _layer_norm_dims))
-rule("native_group_norm_backward")(_normalisation(12, _group_norm_dims))
-rule("native_batch_norm_backward")(_normalisation(12, _batch_norm_dims))
+     "batch_norm", "cudnn_batch_norm", "miopen_batch_norm")(_normalisation(8, _batch_norm_slice, _batch_norm_trains))
+rule("native_layer_norm_backward")(_normalisation(12, lambda node, source: prod(node.args[2]) if len(node.args) > 2 and isinstance(node.args[2], (list, tuple)) else source.shape[-1]))
+rule("native_group_norm_backward")(_normalisation(12, lambda node, source: prod(source.shape[1:])))
+rule("native_batch_norm_backward")(_normalisation(12, _batch_norm_slice))

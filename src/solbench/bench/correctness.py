@@ -1,0 +1,436 @@
+"""Comparison of a solution's outputs with the reference's (runs in the trusted orchestrator, on CPU).
+
+``compare_outputs(outputs, references, declared, tolerance)`` checks one trial and returns a
+``Comparison``; ``merge(comparisons)`` folds the comparisons of several trials into one.
+
+Rules
+-----
+Order of the checks. The references are checked first, then the structure of the solution's outputs
+(the declared outputs in the definition's order, then any extra output), then the values (in declared
+order); the first failure gives the status, the failing output's name and a one-line message. So a
+wrong shape of the second output is reported before a wrong value of the first.
+
+1. References (trusted, but written by a problem author). For every declared output the reference must
+   be present and be a plain CPU tensor (a Python number or 0-d tensor for a scalar output) with no NaN
+   anywhere; otherwise ``INVALID_REFERENCE``. A reference on a non-CPU device raises ``ValueError``.
+2. Structure of the outputs:
+   - every declared output must be present and nothing else: a missing or an extra output is
+     ``INCORRECT_SHAPE``;
+   - a tensor output (declared shape not None) must be a ``torch.Tensor``, else ``INCORRECT_SHAPE``;
+     it must be a *plain* tensor: ``type(t) is torch.Tensor`` (no subclass, no FakeTensor, no
+     ``nn.Parameter``), not on the meta device, strided layout (not sparse/mkldnn), else
+     ``INCORRECT_DTYPE`` ("output 'y' is a FakeTensor, not a plain tensor");
+   - a tensor on a device other than CPU is a caller error: ``ValueError``;
+   - the dtype must equal the declared dtype exactly (``INCORRECT_DTYPE``); fp4 is
+     ``torch.float4_e2m1fn_x2``, two values per byte with the last dimension halved;
+   - the logical shape (fp4: storage shape with the last dimension doubled) must equal the reference's
+     logical shape exactly (``INCORRECT_SHAPE``);
+   - a scalar output (declared shape None) must be a Python ``bool``/``int``/``float`` (anything else,
+     a 0-d tensor included, is ``INCORRECT_SHAPE``) of the declared kind: ``bool`` for bool,
+     ``int`` (not bool) for integer dtypes, ``int`` or ``float`` (not bool) for floating dtypes, else
+     ``INCORRECT_DTYPE``.
+3. Values. Both sides are decoded to float64: fp4 through the 16-entry e2m1 table
+   (0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives; the low nibble of a byte is the first element),
+   every other dtype (fp8, bf16, ..., ints, bool) by an upcast. Element i *matches* when
+   ``|out - ref| <= max_atol + max_rtol * |ref|`` with both values finite; additionally
+   - NaN in the output never matches;
+   - an infinite output matches only an identical reference value, and an output ``-inf`` matches
+     (where the reference is ``-inf``) only when ``tolerance.allow_negative_inf`` is true;
+   - the error of a non-finite mismatch (NaN or inf on either side) counts as ``inf``.
+   The output is ``INCORRECT_NUMERICAL`` when, checked in this order:
+   - it is all zeros and the reference is not (whatever the tolerance says);
+   - ``tolerance.max_error_cap`` is set and some element's absolute error exceeds it (regardless of
+     the matched ratio);
+   - ``matched_ratio = matched / numel`` (1.0 for an empty tensor) is below
+     ``tolerance.required_matched_ratio``.
+
+Metrics. ``max_absolute_error`` and ``max_relative_error`` (``|err| / max(|ref|, TINY)``, TINY the
+smallest normal float32) are maxima over the elements where both values are finite, and ``inf`` when a
+non-finite mismatch exists; ``matched_ratio`` is the lowest over the outputs; all three take every
+output into account, also after a failure of an earlier one. ``first_mismatch_index`` is the row-major
+multi-index (logical, so fp4 counts elements, not bytes; ``[]`` for a scalar) of the first mismatching
+element of the failing output, or, when PASSED thanks to a ratio below 1, of the first output that has
+a mismatch; None when nothing mismatches. When the values are never compared (a failure of steps 1 or
+2) the metrics are ``inf``, ``inf``, ``0.0`` and the index None.
+
+The values are compared in chunks of ``CHUNK`` elements with vectorised torch ops, so the temporaries
+stay small whatever the size of the tensors.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import torch
+
+from solbench.spec.definition import TensorSpec
+from solbench.spec.dtypes import DType
+from solbench.spec.trace import Status
+from solbench.spec.workload import Tolerance
+
+__all__ = ["CHUNK", "Comparison", "compare_outputs", "decode_fp4", "merge"]
+
+CHUNK = 1 << 18  # logical elements compared at a time (even, so fp4 bytes are never split)
+TINY = float(torch.finfo(torch.float32).tiny)
+
+# e2m1: sign bit, 2 exponent bits, 1 mantissa bit; code -> value.
+_FP4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
+_FP4_TABLE = torch.tensor(_FP4_VALUES, dtype=torch.float64)
+_FP4 = torch.float4_e2m1fn_x2
+
+
+@dataclass
+class Comparison:
+    status: Status
+    output: str | None
+    message: str
+    max_absolute_error: float
+    max_relative_error: float
+    matched_ratio: float
+    first_mismatch_index: list[int] | None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == Status.PASSED
+
+
+def _failure(status: Status, output: str | None, message: str) -> Comparison:
+    return Comparison(status, output, message, math.inf, math.inf, 0.0, None)
+
+
+# --- decoding ---------------------------------------------------------------------------------------
+
+
+def decode_fp4(packed: torch.Tensor) -> torch.Tensor:
+    """float64 values of a ``float4_e2m1fn_x2`` (or uint8) tensor; the last dimension doubles."""
+    codes = packed.view(torch.uint8) if packed.dtype == _FP4 else packed
+    codes = codes.to(torch.int64)
+    values = torch.stack((_FP4_TABLE[codes & 15], _FP4_TABLE[codes >> 4]), dim=-1)
+    return values.reshape(*packed.shape[:-1], packed.shape[-1] * 2) if packed.dim() else values
+
+
+class _Values:
+    """A tensor (or Python number) seen as a flat row-major sequence of float64 values, read by slices."""
+
+    def __init__(self, value: Any) -> None:
+        if isinstance(value, torch.Tensor):
+            tensor = value.detach()
+            self.fp4 = tensor.dtype == _FP4 and tensor.dim() > 0
+            if self.fp4:
+                self.shape = (*tensor.shape[:-1], tensor.shape[-1] * 2)
+                self.flat = tensor.view(torch.uint8).reshape(-1)
+            else:
+                self.shape = tuple(tensor.shape)
+                self.flat = tensor.reshape(-1)
+        else:
+            self.fp4 = False
+            self.shape = ()
+            self.flat = torch.tensor([_to_float(value)], dtype=torch.float64)
+        self.numel = math.prod(self.shape)
+
+    def slice(self, start: int, stop: int) -> torch.Tensor:
+        if self.fp4:
+            codes = self.flat[start // 2 : stop // 2].to(torch.int64)
+            return torch.stack((_FP4_TABLE[codes & 15], _FP4_TABLE[codes >> 4]), dim=1).reshape(-1)
+        return self.flat[start:stop].to(torch.float64)
+
+    def chunks(self) -> Iterator[tuple[int, torch.Tensor]]:
+        for start in range(0, self.numel, CHUNK):
+            yield start, self.slice(start, min(start + CHUNK, self.numel))
+
+
+def _logical_shape(tensor: torch.Tensor) -> tuple[int, ...]:
+    if tensor.dtype == _FP4 and tensor.dim():
+        return (*tensor.shape[:-1], tensor.shape[-1] * 2)
+    return tuple(tensor.shape)
+
+
+def _unravel(flat_index: int, shape: tuple[int, ...]) -> list[int]:
+    index = []
+    for dim in reversed(shape):
+        flat_index, i = divmod(flat_index, dim)
+        index.append(i)
+    return index[::-1]
+
+
+def _num(x: float) -> str:
+    return format(x, ".8g")
+
+
+def _percent(count: int, total: int) -> str:
+    pct = 100.0 * count / total
+    return f"{pct:.1f}" if pct >= 0.1 or pct == 0 else f"{pct:.2g}"
+
+
+# --- checks -----------------------------------------------------------------------------------------
+
+
+def _not_plain(value: torch.Tensor) -> str | None:
+    """Why a tensor is not a plain strided tensor, or None when it is."""
+    if type(value) is not torch.Tensor:
+        return f"a {type(value).__name__}"
+    if value.is_meta:
+        return "a meta tensor"
+    if value.layout != torch.strided:
+        return f"a {str(value.layout).removeprefix('torch.')} tensor"
+    return None
+
+
+def _to_float(value: Any) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # a Python int beyond float64
+        return math.inf if value > 0 else -math.inf
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (bool, int, float))
+
+
+def _check_reference(name: str, spec: TensorSpec, reference: Any) -> Comparison | None:
+    def bad(why: str) -> Comparison:
+        return _failure(Status.INVALID_REFERENCE, name, f"reference output '{name}' {why}")
+
+    if spec.shape is None:
+        if isinstance(reference, torch.Tensor):
+            if _not_plain(reference) or reference.dim() != 0:
+                return bad(f"is a {type(reference).__name__} of shape {list(reference.shape)}, not a number")
+            if reference.device.type != "cpu":
+                raise ValueError(f"reference output '{name}' is on {reference.device}; compare CPU tensors")
+        elif not _is_number(reference):
+            return bad(f"is a {type(reference).__name__}, not a number")
+        if math.isnan(_to_float(reference)):
+            return bad("is NaN")
+        return None
+    if not isinstance(reference, torch.Tensor):
+        return bad(f"is a {type(reference).__name__}, not a tensor")
+    why = _not_plain(reference)
+    if why:
+        return bad(f"is {why}, not a plain tensor")
+    if reference.device.type != "cpu":
+        raise ValueError(f"reference output '{name}' is on {reference.device}; compare CPU tensors")
+    if reference.dtype.is_floating_point and reference.dtype != _FP4:  # fp4 (e2m1) has no NaN
+        flat = reference.detach().reshape(-1)
+        for start in range(0, flat.numel(), CHUNK):
+            if torch.isnan(flat[start : start + CHUNK]).any():
+                return bad("contains NaN (the reference must be defined everywhere)")
+    return None
+
+
+def _check_structure(name: str, spec: TensorSpec, value: Any, reference: Any) -> Comparison | None:
+    declared = spec.dtype
+    if spec.shape is None:
+        if not _is_number(value):
+            return _failure(Status.INCORRECT_SHAPE, name, f"output '{name}' is a {type(value).__name__}, not a Python number")
+        if declared == DType.bool:
+            ok = isinstance(value, bool)
+        elif declared.is_floating:
+            ok = not isinstance(value, bool)
+        else:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        if not ok:
+            return _failure(Status.INCORRECT_DTYPE, name, f"output '{name}' is a Python {type(value).__name__}, declared {declared.value}")
+        return None
+    if not isinstance(value, torch.Tensor):
+        return _failure(Status.INCORRECT_SHAPE, name, f"output '{name}' is a {type(value).__name__}, not a tensor")
+    why = _not_plain(value)
+    if why:
+        return _failure(Status.INCORRECT_DTYPE, name, f"output '{name}' is {why}, not a plain tensor")
+    if value.device.type != "cpu":
+        raise ValueError(f"output '{name}' is on {value.device}; compare CPU tensors")
+    if value.dtype != declared.torch_dtype():
+        got = str(value.dtype).removeprefix("torch.")
+        return _failure(Status.INCORRECT_DTYPE, name, f"output '{name}' has dtype {got}, declared {declared.value}")
+    shape, expected = _logical_shape(value), _logical_shape(reference)
+    if shape != expected:
+        return _failure(Status.INCORRECT_SHAPE, name, f"output '{name}' has shape {list(shape)}, the reference has {list(expected)}")
+    return None
+
+
+# --- threads ---------------------------------------------------------------------------------------
+
+
+_threads_lock = threading.Lock()
+_threads_users = 0
+_threads_saved = 1
+
+
+@contextmanager
+def _single_thread() -> Iterator[None]:
+    """Run torch's intra-op work on one thread while outputs are compared.
+
+    The comparison is memory-bound, so more threads gain little, and on a loaded host (the worker busy on
+    another core, other jobs) every parallel region waits for its slowest, descheduled thread: measured
+    10-20x slower than one thread. One thread also leaves the other cores to a worker being timed. The
+    setting is process-wide, so concurrent comparisons share one save/restore."""
+    global _threads_users, _threads_saved
+    with _threads_lock:
+        if _threads_users == 0:
+            _threads_saved = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _threads_users += 1
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            _threads_users -= 1
+            if _threads_users == 0:
+                torch.set_num_threads(_threads_saved)
+
+
+# --- values --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Result:
+    failure: str | None  # message, None when the output passes
+    max_abs: float
+    max_rel: float
+    ratio: float
+    first_index: list[int] | None
+
+
+def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance) -> _Result:
+    out, ref = _Values(value), _Values(reference)
+    atol, rtol, cap = tolerance.max_atol, tolerance.max_rtol, tolerance.max_error_cap
+    allow_neg_inf = tolerance.allow_negative_inf
+    total = out.numel
+    mismatched = 0
+    max_abs = max_rel = 0.0
+    first: tuple[int, float, float] | None = None  # flat index, got, expected
+    over_cap: tuple[int, float, float, float] | None = None  # flat index, error, got, expected
+    out_nonzero = ref_nonzero = False
+
+    for start, o in out.chunks():
+        r = ref.slice(start, start + o.numel())
+        if not out_nonzero:
+            out_nonzero = bool((o != 0).any())
+        if not ref_nonzero:
+            ref_nonzero = bool((r != 0).any())
+        diff = (o - r).abs_()
+        abs_ref = r.abs()
+        scratch = abs_ref.mul(rtol).add_(atol)
+        match = diff <= scratch
+        chunk_max = float(diff.max())  # NaN or inf exactly when some element is not finite on both sides
+        if not math.isfinite(chunk_max):
+            finite = torch.isfinite(diff)
+            match &= finite
+            same_inf = torch.isinf(o) & (o == r)
+            if not allow_neg_inf:
+                same_inf &= o > 0
+            match |= same_inf
+            # the error of a non-finite element is 0 where it matches (an identical inf), else inf
+            diff = torch.where(finite, diff, torch.where(match, 0.0, math.inf))
+            chunk_max = float(diff.max())
+        n_bad = o.numel() - int(torch.count_nonzero(match))
+        if n_bad:
+            mismatched += n_bad
+            if first is None:
+                i = int((~match).to(torch.uint8).argmax())
+                first = (start + i, float(o[i]), float(r[i]))
+        if cap is not None and over_cap is None and chunk_max > cap:
+            i = int((diff > cap).to(torch.uint8).argmax())
+            over_cap = (start + i, float(diff[i]), float(o[i]), float(r[i]))
+        max_abs = max(max_abs, chunk_max)
+        chunk_rel = float(torch.div(diff, abs_ref.clamp_min_(TINY), out=scratch).max())
+        # NaN only from inf / inf: a mismatch against an infinite reference, whose error is inf
+        max_rel = max(max_rel, math.inf if math.isnan(chunk_rel) else chunk_rel)
+
+    ratio = 1.0 if total == 0 else (total - mismatched) / total
+    first_index = None if first is None else _unravel(first[0], out.shape)
+    failure = None
+    where = "" if not out.shape else f"first at {first_index}: " if first else ""
+    if not out_nonzero and ref_nonzero:
+        failure = f"output '{name}' is all zeros, the reference is not"
+    elif over_cap is not None:
+        index, error, got, expected = over_cap
+        at = f" at {_unravel(index, out.shape)}" if out.shape else ""
+        failure = (f"output '{name}': absolute error {_num(error)}{at} exceeds max_error_cap {cap:g}"
+                   f" (got {_num(got)}, expected {_num(expected)})")
+    elif ratio < tolerance.required_matched_ratio:
+        assert first is not None
+        bound = f"atol {atol:g} + rtol {rtol:g}*|ref|"
+        if out.shape:
+            failure = (f"output '{name}': {mismatched} of {total} elements ({_percent(mismatched, total)}%) outside {bound};"
+                       f" {where}got {_num(first[1])}, expected {_num(first[2])}")
+            if tolerance.required_matched_ratio < 1:
+                failure += f"; matched ratio {ratio:.6g} < required {tolerance.required_matched_ratio:g}"
+        else:
+            failure = f"output '{name}': got {_num(first[1])}, expected {_num(first[2])}, outside {bound}"
+    return _Result(failure, max_abs, max_rel, ratio, first_index)
+
+
+# --- entry points -----------------------------------------------------------------------------------
+
+
+def compare_outputs(
+    outputs: dict[str, Any], references: dict[str, Any], declared: dict[str, TensorSpec], tolerance: Tolerance
+) -> Comparison:
+    """Compare one trial's outputs with the reference's; see the module docstring for the rules."""
+    with _single_thread():
+        return _compare(outputs, references, declared, tolerance)
+
+
+def _compare(
+    outputs: dict[str, Any], references: dict[str, Any], declared: dict[str, TensorSpec], tolerance: Tolerance
+) -> Comparison:
+    for name, spec in declared.items():
+        if name not in references:
+            return _failure(Status.INVALID_REFERENCE, name, f"reference output '{name}' is missing")
+        bad = _check_reference(name, spec, references[name])
+        if bad:
+            return bad
+    for name, spec in declared.items():
+        if name not in outputs:
+            return _failure(Status.INCORRECT_SHAPE, name, f"output '{name}' is missing")
+        bad = _check_structure(name, spec, outputs[name], references[name])
+        if bad:
+            return bad
+    for name in outputs:
+        if name not in declared:
+            return _failure(Status.INCORRECT_SHAPE, name, f"unexpected output '{name}' (declared: {', '.join(declared)})")
+
+    failed: tuple[str, str] | None = None
+    max_abs = max_rel = 0.0
+    ratio = 1.0
+    first_index = None
+    for name in declared:
+        result = _compare_values(name, outputs[name], references[name], tolerance)
+        max_abs, max_rel = max(max_abs, result.max_abs), max(max_rel, result.max_rel)
+        ratio = min(ratio, result.ratio)
+        if failed is None:
+            if result.failure is not None:
+                failed = (name, result.failure)
+                first_index = result.first_index
+            elif first_index is None:
+                first_index = result.first_index
+    if failed is None:
+        return Comparison(Status.PASSED, None, "", max_abs, max_rel, ratio, first_index)
+    return Comparison(Status.INCORRECT_NUMERICAL, failed[0], failed[1], max_abs, max_rel, ratio, first_index)
+
+
+def merge(comparisons: list[Comparison]) -> Comparison:
+    """Fold the comparisons of several trials: the first failure wins (status, output, message and
+    index); the errors are the maxima over the trials, the matched ratio the minimum. When every trial
+    passed, the index is the first trial's that has one."""
+    if not comparisons:
+        raise ValueError("merge() needs at least one comparison")
+    winner = next((c for c in comparisons if c.status != Status.PASSED), None)
+    if winner is None:
+        index = next((c.first_mismatch_index for c in comparisons if c.first_mismatch_index is not None), None)
+        status, output, message = Status.PASSED, None, ""
+    else:
+        index, status, output, message = winner.first_mismatch_index, winner.status, winner.output, winner.message
+    return Comparison(
+        status=status,
+        output=output,
+        message=message,
+        max_absolute_error=max(c.max_absolute_error for c in comparisons),
+        max_relative_error=max(c.max_relative_error for c in comparisons),
+        matched_ratio=min(c.matched_ratio for c in comparisons),
+        first_mismatch_index=index,
+    )

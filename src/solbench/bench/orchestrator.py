@@ -1,0 +1,351 @@
+"""The trusted side of an evaluation: drives a reference worker and a solution worker, compares,
+and turns every outcome into a Trace as soon as it is known."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import random
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from solbench.bench.correctness import Comparison, compare_outputs, merge
+from solbench.bench.processes import WorkerCrashed, WorkerFailed, WorkerProcess, WorkerTimeout
+from solbench.bench.shm import BlobError, Session, read_blob
+from solbench.spec.dtypes import storage_shape
+from solbench.spec.problem import Problem
+from solbench.spec.solution import Solution
+from solbench.spec.trace import Correctness, Evaluation, Performance, Status, Trace
+from solbench.spec.workload import Workload
+
+DEFAULT_CACHE = Path(os.environ.get("SOLBENCH_BUILD_CACHE", Path.home() / ".cache" / "solbench" / "builds"))
+STARTUP_TIMEOUT_S = 120.0
+
+
+@dataclass
+class EvalOptions:
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    trials: int = 5
+    seed: int | None = None  # None: a fresh random seed per run, recorded in each trace
+    timeout_s: float = 300.0  # per workload: correctness trials and timing together
+    compile_timeout_s: float = 600.0
+    timing: bool = True
+    warmup: int = 3
+    min_iterations: int = 20
+    max_iterations: int = 1000
+    budget_s: float = 10.0
+    target_spread: float = 0.02
+    timing_pool: int = 4  # distinct input sets cycled through while timing
+    reference_latency: bool = False
+    timer: str = "auto"  # auto | cupti | events
+    hardware: str | None = None  # spec for T_SOL; default: matched from the GPU's name
+    policy: str = "auto"
+    cache_root: Path = field(default_factory=lambda: DEFAULT_CACHE)
+    log_limit: int = 16_000
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError("--device cuda was asked for, but CUDA is not available here")
+    return device
+
+
+def reference_solution(problem: Problem) -> Solution:
+    """The problem's reference as a solution (value-returning PyTorch): the default baseline."""
+    return Solution.model_validate({
+        "name": f"{problem.name}-reference",
+        "definition": problem.name,
+        "author": "reference",
+        "description": "the problem's reference implementation",
+        "spec": {"languages": ["pytorch"], "entry_point": "reference.py::run", "destination_passing_style": False},
+        "sources": [{"path": "reference.py", "content": problem.definition.reference}],
+    })
+
+
+class EvaluationRun:
+    """State of one evaluation run: the two workers, the blob session, the options."""
+
+    def __init__(self, problem: Problem, solution: Solution, options: EvalOptions):
+        self.problem, self.solution, self.options = problem, solution, options
+        self.device = resolve_device(options.device)
+        self.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
+        self.session = Session.create()
+        self.reference: WorkerProcess | None = None
+        self.worker: WorkerProcess | None = None
+        self.build_failure: tuple[Status, str] | None = None
+        self.environment: dict[str, Any] = {}
+        self.started_workers = 0
+
+    # --- workers -------------------------------------------------------------------------------
+
+    def _spawn(self, role: str) -> WorkerProcess:
+        self.started_workers += 1
+        return WorkerProcess(role, self.device, self.session.root / "logs" / f"{role}-{self.started_workers}.log")
+
+    def start(self) -> None:
+        self.reference = self._spawn("reference")
+        self._start_solution_worker()
+        hello = self.reference.request("hello", STARTUP_TIMEOUT_S)
+        self.reference.request("load_problem", STARTUP_TIMEOUT_S, **self._problem_payload())
+        self.environment = {
+            "device": hello["device_name"], "torch": hello["torch"], "platform": platform.platform(),
+            "hostname": platform.node(), "seed": self.seed, "solbench": _version(),
+        }
+
+    def _problem_payload(self) -> dict[str, Any]:
+        root = str(self.problem.root) if self.problem.root else None
+        return {"definition": self.problem.definition.to_json_dict(), "root": root, "kind": self.problem.kind}
+
+    def _start_solution_worker(self) -> None:
+        self.worker = self._spawn("solution")
+        try:
+            self.worker.request("hello", STARTUP_TIMEOUT_S)
+            self.worker.request("load_problem", STARTUP_TIMEOUT_S, **self._problem_payload())
+            self.worker.request("build", self.options.compile_timeout_s, solution=self.solution.to_json_dict(), cache_root=str(self.options.cache_root))
+            self.build_failure = None
+        except WorkerTimeout as exc:
+            self.build_failure = (Status.TIMEOUT, f"build: {exc}")
+        except WorkerCrashed as exc:
+            self.build_failure = (Status.RUNTIME_ERROR, f"build: {exc}")
+        except WorkerFailed as exc:
+            status = Status.COMPILE_ERROR if exc.kind == "compile" else Status.RUNTIME_ERROR
+            self.build_failure = (status, f"{exc.error}\n{exc.detail}".strip())
+
+    def _restart_solution_worker(self) -> None:
+        if self.worker is not None:
+            self.worker.kill()
+        self._start_solution_worker()
+
+    def close(self) -> None:
+        for process in (self.worker, self.reference):
+            if process is not None:
+                process.close()
+        self.session.close()
+
+    # --- one workload --------------------------------------------------------------------------
+
+    def evaluate_workload(self, workload: Workload) -> Trace:
+        started = time.monotonic()
+        log: list[str] = []
+        if self.build_failure is not None:
+            status, message = self.build_failure
+            return self._trace(workload, status, log=[message, self.worker.new_log(self.options.log_limit) if self.worker else ""])
+        deadline = started + self.options.timeout_s
+        try:
+            comparison = self._check(workload, deadline, log)
+            if comparison.status != Status.PASSED:
+                return self._trace(workload, comparison.status, correctness=_correctness(comparison, self.options.trials), log=log + [comparison.message])
+            performance = self._time(workload, deadline, log) if self.options.timing else None
+            return self._trace(workload, Status.PASSED, correctness=_correctness(comparison, self.options.trials), performance=performance, log=log)
+        except _Outcome as outcome:
+            return self._trace(workload, outcome.status, log=log + [outcome.message])
+        finally:
+            worker_log = self.worker.new_log(self.options.log_limit) if self.worker else ""
+            if worker_log:
+                log.append(f"[solution worker output]\n{worker_log}")
+            self._sweep_blobs()
+
+    def _check(self, workload: Workload, deadline: float, log: list[str]) -> Comparison:
+        comparisons = []
+        tolerance = workload.effective_tolerance
+        dps = self.solution.spec.destination_passing_style
+        for trial in range(self.options.trials):
+            prepared = self._ask_reference("prepare", deadline, workload=workload.to_json_dict(), seed=self.seed, trial=trial, reference=True,
+                                           paths=self._paths(workload, inputs=True, outputs=True))
+            references = {name: _load(description, self.session) for name, description in prepared["outputs"].items()}
+            answer = self._ask_worker("run", deadline, inputs=prepared["inputs"], outputs=self._output_specs(workload), dps=dps,
+                                      paths={name: self.session.new_path(f"sol-{name}") for name in self.problem.definition.outputs})
+            for name, where in answer["devices"].items():
+                if where is not None and _device_type(where) != _device_type(self.device):
+                    raise _Outcome(Status.RUNTIME_ERROR, f"output {name!r} is on {where}, expected {self.device} (outputs are never moved for the solution)")
+            try:
+                outputs = {name: _load(description, self.session) for name, description in answer["outputs"].items()}
+            except BlobError as exc:
+                raise _Outcome(Status.RUNTIME_ERROR, f"unreadable output: {exc}") from None
+            comparison = compare_outputs(outputs, references, self.problem.definition.outputs, tolerance)
+            comparisons.append(comparison)
+            if comparison.status != Status.PASSED:
+                comparison.message = f"trial {trial + 1}/{self.options.trials}: {comparison.message}"
+                return merge(comparisons)
+            self._sweep_blobs()
+        return merge(comparisons)
+
+    def _time(self, workload: Workload, deadline: float, log: list[str]) -> Performance:
+        options = self.options
+        input_sets = []
+        for index in range(max(1, options.timing_pool)):
+            prepared = self._ask_reference("prepare", deadline, workload=workload.to_json_dict(), seed=self.seed, trial=1000 + index,
+                                           reference=False, paths=self._paths(workload, inputs=True, outputs=False))
+            input_sets.append(prepared["inputs"])
+        parameters = {"warmup": options.warmup, "min_iterations": options.min_iterations, "max_iterations": options.max_iterations,
+                      "budget_s": options.budget_s, "target_spread": options.target_spread, "timer": options.timer,
+                      "input_sets": input_sets, "outputs": self._output_specs(workload)}
+        timed = self._ask_worker("time", deadline, dps=self.solution.spec.destination_passing_style, **parameters)
+        log += timed.get("notes", [])
+        times = timed["times_ms"]
+        performance = Performance(
+            latency_ms=statistics.median(times), latency_iqr_ms=_iqr(times), timing_method=timed["method"], iterations=len(times),
+        )
+        if options.reference_latency:
+            reference = self._ask_reference("time", deadline, dps=False, **parameters)
+            performance.reference_latency_ms = statistics.median(reference["times_ms"])
+        performance.sol_ms = self._sol_ms(workload, log)
+        return performance
+
+    def _sol_ms(self, workload: Workload, log: list[str]) -> float | None:
+        try:
+            from solbench.sol.api import sol_time_ms
+            from solbench.sol.calibrate import default_base_for
+            from solbench.sol.hardware import get_hardware
+
+            spec = get_hardware(self.options.hardware) if self.options.hardware else default_base_for(self.device)
+            if spec is None:
+                return None  # a CPU: no datasheet spec to bound it with
+            self.environment["hardware"] = spec.name
+            return sol_time_ms(self.problem, workload, spec, self.options.policy)
+        except Exception as exc:  # noqa: BLE001 - a missing bound must not lose the measurement
+            log.append(f"T_SOL not available: {type(exc).__name__}: {exc}")
+            return None
+
+    # --- requests with the failure mapping -----------------------------------------------------
+
+    def _ask_worker(self, command: str, deadline: float, **payload: Any) -> dict[str, Any]:
+        try:
+            return self.worker.request(command, _remaining(deadline), **payload)
+        except WorkerTimeout as exc:
+            self._restart_solution_worker()
+            raise _Outcome(Status.TIMEOUT, str(exc)) from None
+        except WorkerCrashed as exc:
+            self._restart_solution_worker()
+            raise _Outcome(Status.RUNTIME_ERROR, str(exc)) from None
+        except WorkerFailed as exc:
+            status = Status.INCORRECT_SHAPE if exc.kind == "outputs" else Status.RUNTIME_ERROR
+            raise _Outcome(status, f"{exc.error}\n{exc.detail}".strip()) from None
+
+    def _ask_reference(self, command: str, deadline: float, **payload: Any) -> dict[str, Any]:
+        try:
+            return self.reference.request(command, _remaining(deadline), **payload)
+        except (WorkerTimeout, WorkerCrashed) as exc:
+            self.reference.kill()
+            self.reference = self._spawn("reference")
+            self.reference.request("hello", STARTUP_TIMEOUT_S)
+            self.reference.request("load_problem", STARTUP_TIMEOUT_S, **self._problem_payload())
+            status = Status.TIMEOUT if isinstance(exc, WorkerTimeout) else Status.INVALID_REFERENCE
+            raise _Outcome(status, f"reference: {exc}") from None
+        except WorkerFailed as exc:
+            raise _Outcome(Status.INVALID_REFERENCE, f"reference failed: {exc.error}\n{exc.detail}".strip()) from None
+
+    # --- small pieces --------------------------------------------------------------------------
+
+    def _paths(self, workload: Workload, inputs: bool, outputs: bool) -> dict[str, str]:
+        paths = {}
+        if inputs:
+            paths.update({f"in:{name}": self.session.new_path(f"in-{name}") for name in self.problem.definition.inputs})
+        if outputs:
+            paths.update({f"out:{name}": self.session.new_path(f"ref-{name}") for name in self.problem.definition.outputs})
+        return paths
+
+    def _output_specs(self, workload: Workload) -> dict[str, Any]:
+        axes = self.problem.axes(workload)
+        specs = {}
+        for name, spec in self.problem.definition.outputs.items():
+            shape = list(storage_shape(spec.dtype, spec.resolve_shape(axes))) if spec.shape is not None else []
+            specs[name] = {"shape": shape, "dtype": str(spec.dtype.torch_dtype()).removeprefix("torch.")}
+        return specs
+
+    def _sweep_blobs(self) -> None:
+        for path in self.session.root.glob("*.bin"):
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
+    def _trace(self, workload: Workload, status: Status, correctness: Correctness | None = None, performance: Performance | None = None, log: Iterable[str] = ()) -> Trace:
+        text = "\n".join(part for part in log if part)
+        if len(text) > self.options.log_limit:
+            text = text[: self.options.log_limit // 2] + "\n[...]\n" + text[-self.options.log_limit // 2 :]
+        evaluation = Evaluation(
+            status=status, correctness=correctness, performance=performance, environment=dict(self.environment), log=text,
+            timestamp=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        )
+        return Trace(definition=self.problem.name, workload=workload, solution=self.solution.name, evaluation=evaluation)
+
+
+class _Outcome(Exception):
+    """A workload's evaluation ended early with this status."""
+
+    def __init__(self, status: Status, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def evaluate(problem: Problem, solution: Solution, options: EvalOptions | None = None, *, workloads: Iterable[Workload] | None = None,
+             skip: set[str] = frozenset(), on_trace: Callable[[Trace], None] | None = None) -> list[Trace]:
+    """Evaluate a solution on the workloads of a problem; each trace goes to on_trace when known."""
+    options = options or EvalOptions()
+    run = EvaluationRun(problem, solution, options)
+    traces = []
+    try:
+        run.start()
+        for workload in workloads if workloads is not None else problem.workloads:
+            if workload.uuid in skip:
+                continue
+            trace = run.evaluate_workload(workload)
+            traces.append(trace)
+            if on_trace is not None:
+                on_trace(trace)
+    finally:
+        run.close()
+    return traces
+
+
+def _correctness(comparison: Comparison, trials: int) -> Correctness:
+    return Correctness(
+        max_absolute_error=comparison.max_absolute_error, max_relative_error=comparison.max_relative_error,
+        matched_ratio=comparison.matched_ratio, first_mismatch_index=comparison.first_mismatch_index, trials=trials,
+    )
+
+
+def _load(description: Any, session: Session) -> Any:
+    if isinstance(description, dict) and "scalar" in description:
+        return description["scalar"]
+    if isinstance(description, dict) and "unsupported" in description:
+        return _Unsupported(description["unsupported"])
+    return read_blob(description, session.root)
+
+
+class _Unsupported:
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}>"
+
+
+def _device_type(device: str) -> str:
+    return device.split(":")[0]
+
+
+def _remaining(deadline: float) -> float:
+    return max(0.1, deadline - time.monotonic())
+
+
+def _iqr(times: list[float]) -> float:
+    if len(times) < 4:
+        return 0.0
+    quartiles = statistics.quantiles(times, n=4)
+    return quartiles[2] - quartiles[0]
+
+
+def _version() -> str:
+    from solbench import __version__
+
+    return __version__

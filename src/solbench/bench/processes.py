@@ -1,0 +1,119 @@
+"""Worker processes as the orchestrator sees them: start, ask, time out, kill, read their logs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from solbench.bench.protocol import Channel, ChannelClosed, ChannelTimeout
+
+
+class WorkerTimeout(Exception):
+    pass
+
+
+class WorkerCrashed(Exception):
+    pass
+
+
+class WorkerFailed(Exception):
+    """The worker answered that the request failed."""
+
+    def __init__(self, kind: str, error: str, detail: str = ""):
+        super().__init__(error)
+        self.kind, self.error, self.detail = kind, error, detail
+
+
+class WorkerProcess:
+    """One worker in its own process session, talking over a private pipe pair."""
+
+    def __init__(self, role: str, device: str, log_path: Path, env: dict[str, str] | None = None):
+        self.role, self.device, self.log_path = role, device, log_path
+        to_worker_read, to_worker_write = os.pipe()
+        from_worker_read, from_worker_write = os.pipe()
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "solbench.bench.worker", "--role", role, "--read-fd", str(to_worker_read),
+                 "--write-fd", str(from_worker_write), "--device", device],
+                pass_fds=(to_worker_read, from_worker_write),
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                start_new_session=True, env=env,
+            )
+        os.close(to_worker_read)
+        os.close(from_worker_write)
+        self.channel = Channel(from_worker_read, to_worker_write)
+        self._log_offset = 0
+
+    def request(self, command: str, timeout: float | None, **payload: Any) -> dict[str, Any]:
+        try:
+            self.channel.send({"cmd": command, **payload})
+            answer = self.channel.receive(timeout)
+        except ChannelTimeout:
+            self.kill()
+            raise WorkerTimeout(f"{command} did not finish within {timeout:.0f} s") from None
+        except ChannelClosed:
+            raise WorkerCrashed(f"the {self.role} worker died during {command}: {self.exit_description()}") from None
+        if not answer.get("ok"):
+            raise WorkerFailed(str(answer.get("kind", "runtime")), str(answer.get("error", "unknown error")), str(answer.get("detail", "")))
+        return answer
+
+    def exit_description(self) -> str:
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.process.returncode
+        if code is None:
+            return "it stopped answering"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"killed by {name}"
+        return f"exit code {code}"
+
+    @property
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """Kill the worker and everything it started (its whole process group)."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.channel.close()
+
+    def close(self) -> None:
+        if self.alive:
+            try:
+                self.channel.send({"cmd": "exit"})
+                self.channel.receive(5)
+            except (ChannelClosed, ChannelTimeout):
+                pass
+        self.kill()
+
+    def new_log(self, limit: int) -> str:
+        """What the worker printed since the last call, at most `limit` characters (the end kept)."""
+        try:
+            with open(self.log_path, "rb") as handle:
+                handle.seek(self._log_offset)
+                data = handle.read()
+        except OSError:
+            return ""
+        self._log_offset += len(data)
+        text = data.decode("utf-8", errors="replace")
+        if len(text) > limit:
+            text = f"[... {len(text) - limit} characters cut ...]\n" + text[-limit:]
+        return text
+

@@ -1,0 +1,68 @@
+"""The channel between the orchestrator and a worker: one JSON object per line over a pipe.
+
+The worker's stdout and stderr go to a log file, never to this channel, so that nothing a solution
+prints can be taken for a message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import time
+from typing import Any
+
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+
+class ChannelClosed(Exception):
+    """The other side went away (a crash, or an exit)."""
+
+
+class ChannelTimeout(Exception):
+    pass
+
+
+class Channel:
+    def __init__(self, read_fd: int, write_fd: int):
+        self.read_fd, self.write_fd = read_fd, write_fd
+        self._buffer = b""
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        view = memoryview(data)
+        try:
+            while view:
+                written = os.write(self.write_fd, view)
+                view = view[written:]
+        except (BrokenPipeError, OSError) as exc:
+            raise ChannelClosed(str(exc)) from None
+
+    def receive(self, timeout: float | None = None) -> dict[str, Any]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([self.read_fd], [], [], remaining)
+            if not ready:
+                raise ChannelTimeout(f"no answer within {timeout:.0f} s")
+            chunk = os.read(self.read_fd, 1 << 20)
+            if not chunk:
+                raise ChannelClosed("the other side closed the channel")
+            self._buffer += chunk
+            if len(self._buffer) > MAX_MESSAGE_BYTES:
+                raise ChannelClosed("message too large")
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ChannelClosed(f"unreadable message: {exc}") from None
+        if not isinstance(message, dict):
+            raise ChannelClosed("a message must be a JSON object")
+        return message
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass

@@ -1,0 +1,44 @@
+"""Tables of evaluation results (traces)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from solbench.spec.trace import Status, Trace
+
+_STYLE = {Status.PASSED: "green", Status.TIMEOUT: "yellow", Status.REWARD_HACK: "bold magenta"}
+
+
+def traces_table(traces: list[Trace], title: str = "evaluation") -> Table:
+    table = Table(title=title)
+    for column, justify in (("problem", "left"), ("solution", "left"), ("workload", "left"), ("status", "left"), ("latency ms", "right"),
+                            ("IQR ms", "right"), ("T_SOL ms", "right"), ("T/T_SOL", "right"), ("max abs err", "right"), ("timer", "left")):
+        table.add_column(column, justify=justify, overflow="fold")
+    for trace in traces:
+        evaluation = trace.evaluation
+        performance = evaluation.performance if evaluation else None
+        correctness = evaluation.correctness if evaluation else None
+        status = evaluation.status if evaluation else None
+        latency = performance.latency_ms if performance else None
+        sol = performance.sol_ms if performance else None
+        table.add_row(
+            trace.definition, trace.solution or "", trace.workload.uuid[:8],
+            Text(status.value if status else "-", style=_STYLE.get(status, "red")),
+            _number(latency), _number(performance.latency_iqr_ms if performance else None), _number(sol),
+            f"{latency / sol:.2f}" if latency and sol else "", _number(correctness.max_absolute_error if correctness else None),
+            (performance.timing_method or "") if performance else "",
+        )
+    return table
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:.4g}"
+
+
+def first_log_line(trace: Trace) -> str:
+    if not trace.evaluation or not trace.evaluation.log:
+        return ""
+    return next((line for line in trace.evaluation.log.splitlines() if line.strip()), "")

@@ -1,0 +1,6 @@
+#pragma once
+#include <torch/extension.h>
+
+namespace solution {
+inline double twice(double x) { return 2.0 * x; }
+}  // namespace solution

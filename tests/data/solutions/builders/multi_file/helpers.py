@@ -1,0 +1,5 @@
+OFFSET = 100.0
+
+
+def shift(x):
+    return x + 1.0
