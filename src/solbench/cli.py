@@ -242,7 +242,10 @@ def eval_command(
     if not problems:
         raise SpecError(f"holds no problem named {solution.definition!r} (the solution's definition)", path=problem_path)
     problem = problems[0]
-    chosen = [problem.workload(w) for w in workload] if workload else problem.workloads
+    try:
+        chosen = [problem.workload(w) for w in workload] if workload else problem.workloads
+    except KeyError as exc:
+        raise SpecError(str(exc.args[0]), path=problem_path, field="workload") from None
     options = _evaluation_options(device, trials, timeout, compile_timeout, seed, hardware, reference_latency, timing, policy)
     sink, done = _trace_sink(output, resume)
     skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}

@@ -9,6 +9,7 @@ failures are caught before the compiler runs.
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -88,6 +89,7 @@ def test_triton_kernel_runs_under_the_interpreter(tmp_path: Path, monkeypatch: p
 
 
 def test_multi_file_solution_imports_its_own_modules_in_isolation(tmp_path: Path):
+    # main.py imports helpers.py and ops/scale.py (ops is a namespace package: no __init__.py).
     solution = from_folder("multi_file", ["pytorch"], "main.py::run")
     path_before = list(sys.path)
     built = build(solution, cache_root=tmp_path, device="cpu")
@@ -261,6 +263,25 @@ def test_cpp_solution_without_pybind11_gets_a_generated_binding_and_is_cached(tm
     again.function(a, b, 0.5, out2)
     torch.testing.assert_close(out2, out)
 
+    # Another process (a fresh worker) loads the cached library without compiling.
+    script = (
+        "import sys, json, torch\n"
+        "from pathlib import Path\n"
+        "from solbench.bench.builders import build\n"
+        "from solbench.spec import Solution\n"
+        "solution = Solution.model_validate(json.loads(sys.stdin.read()))\n"
+        f"built = build(solution, cache_root=Path({str(tmp_path)!r}), device='cpu')\n"
+        "out = torch.zeros(2)\n"
+        "built.function(torch.ones(2), torch.ones(2), 3.0, out)\n"
+        "print(built.cached, out.tolist())\n"
+    )
+    started = time.perf_counter()
+    result = subprocess.run([sys.executable, "-c", script], input=solution.to_json(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[-2] == "True [4.0, 4.0]"
+    assert {path: path.stat().st_mtime_ns for path in again.build_dir.glob("*.so")} == libraries
+    print(f"cached load in a fresh process (torch import included): {time.perf_counter() - started:.1f} s")
+
 
 def test_cpp_syntax_error_carries_the_compiler_message(tmp_path: Path):
     solution = from_folder("cpp_syntax_error", ["cuda_cpp"], "broken.cpp::add")
@@ -310,3 +331,17 @@ def test_cuda_solution_builds_and_runs_on_the_gpu(tmp_path: Path):
     a, b = torch.randn(1000, device="cuda"), torch.randn(1000, device="cuda")
     torch.testing.assert_close(built.function(a, b), a + b)
     assert build(solution, cache_root=tmp_path, device="cuda").cached
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not HAS_CUDA or torch.cuda.get_device_capability(0) != (9, 0), reason="needs a Hopper (sm_90) GPU")
+def test_cuda_solution_built_for_sm_90a(tmp_path: Path):
+    solution = from_folder("cuda_add", ["cuda_cpp"], "add.cu::add", compile_options={"arch": "sm_90a"})
+    assert target_arch("cuda", solution.spec.compile_options) == "9.0a"
+    assert build_key(solution, "cuda") != build_key(from_folder("cuda_add", ["cuda_cpp"], "add.cu::add"), "cuda")
+    built = build(solution, cache_root=tmp_path, device="cuda")
+    assert "arch=9.0a" in built.log
+    ninja = (built.build_dir / "build.ninja").read_text()
+    assert "compute_90a" in ninja and "sm_90a" in ninja
+    a, b = torch.randn(100, device="cuda"), torch.randn(100, device="cuda")
+    torch.testing.assert_close(built.function(a, b), a + b)

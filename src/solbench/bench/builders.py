@@ -273,6 +273,7 @@ def _load_python(solution: Solution, key: str, build_dir: Path) -> tuple[Callabl
         inserted = [str(path) for path in dict.fromkeys([entry.parent, build_dir])]
         sys.path[:0] = inserted
         before = set(sys.modules)
+        importlib.invalidate_caches()
         try:
             module_spec = importlib.util.spec_from_file_location(module_name, entry)
             if module_spec is None or module_spec.loader is None:

@@ -83,6 +83,7 @@ class EvaluationRun:
         self.build_failure: tuple[Status, str] | None = None
         self.environment: dict[str, Any] = {}
         self.started_workers = 0
+        self._worker_output: list[str] = []
 
     # --- workers -------------------------------------------------------------------------------
 
@@ -117,11 +118,12 @@ class EvaluationRun:
             self.build_failure = (Status.RUNTIME_ERROR, f"build: {exc}")
         except WorkerFailed as exc:
             status = Status.COMPILE_ERROR if exc.kind == "compile" else Status.RUNTIME_ERROR
-            self.build_failure = (status, f"{exc.error}\n{exc.detail}".strip())
+            self.build_failure = (status, exc.detail or exc.error)
 
     def _restart_solution_worker(self) -> None:
         if self.worker is not None:
             self.worker.kill()
+            self._collect_worker_output()
         self._start_solution_worker()
 
     def close(self) -> None:
@@ -139,19 +141,32 @@ class EvaluationRun:
             status, message = self.build_failure
             return self._trace(workload, status, log=[message, self.worker.new_log(self.options.log_limit) if self.worker else ""])
         deadline = started + self.options.timeout_s
+        self._worker_output = []
         try:
             comparison = self._check(workload, deadline, log)
             if comparison.status != Status.PASSED:
-                return self._trace(workload, comparison.status, correctness=_correctness(comparison, self.options.trials), log=log + [comparison.message])
-            performance = self._time(workload, deadline, log) if self.options.timing else None
-            return self._trace(workload, Status.PASSED, correctness=_correctness(comparison, self.options.trials), performance=performance, log=log)
+                status, correctness, performance = comparison.status, _correctness(comparison, self.options.trials), None
+                log.append(comparison.message)
+            else:
+                status, correctness = Status.PASSED, _correctness(comparison, self.options.trials)
+                performance = self._time(workload, deadline, log) if self.options.timing else None
         except _Outcome as outcome:
-            return self._trace(workload, outcome.status, log=log + [outcome.message])
+            status, correctness, performance = outcome.status, None, None
+            log.append(outcome.message)
         finally:
-            worker_log = self.worker.new_log(self.options.log_limit) if self.worker else ""
-            if worker_log:
-                log.append(f"[solution worker output]\n{worker_log}")
             self._sweep_blobs()
+        self._collect_worker_output()
+        output = "".join(self._worker_output)
+        if output:
+            log.append(f"[solution worker output]\n{output[-self.options.log_limit:]}")
+        return self._trace(workload, status, correctness=correctness, performance=performance, log=log)
+
+    def _collect_worker_output(self) -> None:
+        """What the solution worker printed since the last look (called before it is replaced, too)."""
+        if self.worker is not None:
+            text = self.worker.new_log(self.options.log_limit)
+            if text:
+                self._worker_output.append(text)
 
     def _check(self, workload: Workload, deadline: float, log: list[str]) -> Comparison:
         comparisons = []
@@ -228,7 +243,7 @@ class EvaluationRun:
             raise _Outcome(Status.RUNTIME_ERROR, str(exc)) from None
         except WorkerFailed as exc:
             status = Status.INCORRECT_SHAPE if exc.kind == "outputs" else Status.RUNTIME_ERROR
-            raise _Outcome(status, f"{exc.error}\n{exc.detail}".strip()) from None
+            raise _Outcome(status, exc.detail or exc.error) from None
 
     def _ask_reference(self, command: str, deadline: float, **payload: Any) -> dict[str, Any]:
         try:

@@ -83,11 +83,17 @@ class WorkerProcess:
         return self.process.poll() is None
 
     def kill(self) -> None:
-        """Kill the worker and everything it started (its whole process group)."""
+        """Kill the worker and everything it started: its process group and every process of its
+        session (ninja starts compilers in process groups of their own)."""
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        for pid in _session_members(self.process.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -107,13 +113,29 @@ class WorkerProcess:
         """What the worker printed since the last call, at most `limit` characters (the end kept)."""
         try:
             with open(self.log_path, "rb") as handle:
-                handle.seek(self._log_offset)
-                data = handle.read()
+                size = handle.seek(0, os.SEEK_END)
+                skipped = max(0, size - self._log_offset - limit)
+                handle.seek(self._log_offset + skipped)
+                data = handle.read(limit)
         except OSError:
             return ""
-        self._log_offset += len(data)
+        self._log_offset += skipped + len(data)
         text = data.decode("utf-8", errors="replace")
-        if len(text) > limit:
-            text = f"[... {len(text) - limit} characters cut ...]\n" + text[-limit:]
-        return text
+        return f"[... {skipped} bytes cut ...]\n{text}" if skipped else text
 
+
+
+def _session_members(session: int) -> list[int]:
+    """Processes whose session id is `session` (Linux /proc; elsewhere none are found)."""
+    found = []
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+            if int(fields[3]) == session:  # after "pid (comm)": state, ppid, pgrp, session
+                found.append(int(entry))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found

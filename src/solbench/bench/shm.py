@@ -23,8 +23,23 @@ ALLOWED_DTYPES = (
 )
 
 
+OWNER_FILE = "owner.pid"
+
+
 class BlobError(ValueError):
     pass
+
+
+def _remove_abandoned(base: Path) -> None:
+    """Session folders whose owning process is gone (a killed run) take RAM in /dev/shm: remove them."""
+    for folder in base.glob("solbench-*"):
+        try:
+            owner = int((folder / OWNER_FILE).read_text())
+            os.kill(owner, 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except (OSError, ValueError):
+            continue  # no owner file yet, or not ours to judge
 
 
 @dataclass
@@ -35,8 +50,11 @@ class Session:
 
     @classmethod
     def create(cls) -> Session:
-        base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-        return cls(Path(tempfile.mkdtemp(prefix="solbench-", dir=base)))
+        base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+        _remove_abandoned(Path(base))
+        root = Path(tempfile.mkdtemp(prefix="solbench-", dir=base))
+        (root / OWNER_FILE).write_text(str(os.getpid()))
+        return cls(root)
 
     def new_path(self, label: str) -> str:
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in label)[:40]

@@ -34,7 +34,9 @@ class Worker:
         self.flusher = None
         self.notes: list[str] = []
         if device.startswith("cuda"):
-            torch.cuda.set_device(torch.device(device))
+            index = torch.device(device).index
+            self.device = device = f"cuda:{torch.cuda.current_device() if index is None else index}"
+            torch.cuda.set_device(device)
             torch.empty(1, device=device)  # create the context now, not inside a timed call
 
     # --- requests ------------------------------------------------------------------------------
@@ -232,7 +234,8 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 - the solution may raise anything; report it
             kind = "compile" if type(exc).__name__ == "BuildError" else "runtime"
             detail = "".join(traceback.format_exception(exc))[-ERROR_TAIL:] if kind == "runtime" else str(exc)[-20000:]
-            channel.send({"ok": False, "kind": kind, "error": f"{type(exc).__name__}: {exc}"[:ERROR_TAIL], "detail": detail})
+            summary = (str(exc).strip().splitlines() or [""])[0]
+            channel.send({"ok": False, "kind": kind, "error": f"{type(exc).__name__}: {summary}"[:500], "detail": detail})
 
 
 if __name__ == "__main__":

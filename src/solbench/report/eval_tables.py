@@ -23,7 +23,7 @@ def traces_table(traces: list[Trace], title: str = "evaluation") -> Table:
         latency = performance.latency_ms if performance else None
         sol = performance.sol_ms if performance else None
         table.add_row(
-            trace.definition, trace.solution or "", trace.workload.uuid[:8],
+            trace.definition, trace.solution or "", trace.workload.uuid,
             Text(status.value if status else "-", style=_STYLE.get(status, "red")),
             _number(latency), _number(performance.latency_iqr_ms if performance else None), _number(sol),
             f"{latency / sol:.2f}" if latency and sol else "", _number(correctness.max_absolute_error if correctness else None),

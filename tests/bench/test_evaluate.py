@@ -1,0 +1,434 @@
+"""End-to-end evaluation: real solution files (tests/data/solutions/status/*.json, sources inline) evaluated
+by evaluate() with real worker subprocesses and real builds (no mocks); each test asserts the exact trace
+status of every workload and the key facts of the trace.
+
+The problem is tests/data/solutions/status/vector_scale (y = x * alpha, float32, three workloads:
+N = 16, 64, 1000); broken_reference is a problem whose reference raises. Options are kept small for
+speed; the one C++ build that succeeds goes into a build cache shared by the whole test session.
+Solutions that need to tell the test which process ran them append "pid N" lines to the file named by
+$SOLBENCH_TEST_CALLS (workers inherit the test process's environment).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from solbench.bench.orchestrator import EvalOptions, evaluate
+from solbench.spec import Solution, load_solution
+from solbench.spec.loaders import load_problems
+from solbench.spec.problem import Problem
+from solbench.spec.trace import Status, Trace
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "solutions" / "status"
+SEED = 20240
+SMALL = dict(device="cpu", trials=2, min_iterations=3, budget_s=0.5, timing_pool=2, warmup=1, timeout_s=60.0, seed=SEED)
+RUN_LIMIT_S = 150.0  # no evaluate() in this file may take longer: a hang fails the test instead of the session
+
+
+# --- helpers ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def cache_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One build cache for the session: identical (C++) solutions are built once."""
+    return tmp_path_factory.mktemp("solbench-builds")
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SOLBENCH_TEST_CALLS", raising=False)
+
+
+def load(name: str) -> tuple[Problem, Solution]:
+    solution = load_solution(DATA / f"{name}.json")
+    problems = load_problems([DATA / solution.definition])
+    assert [p.name for p in problems] == [solution.definition]
+    return problems[0], solution
+
+
+class Run:
+    """The outcome of one evaluate() call: traces, those reported through on_trace (with the time each
+    arrived), and the wall time."""
+
+    def __init__(self, traces: list[Trace], reported: list[tuple[float, Trace]], elapsed: float):
+        self.traces, self.reported, self.elapsed = traces, reported, elapsed
+
+    @property
+    def statuses(self) -> list[Status]:
+        return [t.evaluation.status for t in self.traces]
+
+    def by_uuid(self, uuid: str) -> Trace:
+        (trace,) = [t for t in self.traces if t.workload.uuid == uuid]
+        return trace
+
+
+def bounded(function: Callable[[], Any], limit_s: float) -> Any:
+    """Run function in a thread; fail (instead of hanging the session) when it takes longer than limit_s."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = function()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True, name="bounded-evaluate")
+    thread.start()
+    thread.join(limit_s)
+    if thread.is_alive():
+        pytest.fail(f"evaluate() did not return within {limit_s:.0f} s (a hang)")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def run_solution(name: str, cache_root: Path, workloads: list[str] | None = None, limit_s: float = RUN_LIMIT_S, **options: Any) -> Run:
+    problem, solution = load(name)
+    chosen = [problem.workload(uuid) for uuid in workloads] if workloads else None
+    eval_options = EvalOptions(**{**SMALL, "cache_root": cache_root, **options})
+    reported: list[tuple[float, Trace]] = []
+    started = time.monotonic()
+    traces = bounded(lambda: evaluate(problem, solution, eval_options, workloads=chosen,
+                                      on_trace=lambda trace: reported.append((time.monotonic(), trace))), limit_s)
+    elapsed = time.monotonic() - started
+    expected = workloads or [w.uuid for w in problem.workloads]  # vector_scale: vs-n0016, vs-n0064, vs-n1000
+    # Every trace is about this problem and solution, in workload order, and was reported as it came.
+    assert [t.workload.uuid for t in traces] == expected
+    assert all(t.definition == problem.name and t.solution == solution.name for t in traces)
+    assert [trace for _, trace in reported] == traces
+    for trace in traces:
+        evaluation = trace.evaluation
+        assert evaluation is not None and evaluation.timestamp
+        assert evaluation.environment["device"] == "cpu" and evaluation.environment["seed"] == eval_options.seed
+        assert evaluation.environment["torch"]
+        Trace.model_validate(trace.to_json_dict())  # writes and reads back as a Trace line
+    return Run(traces, reported, elapsed)
+
+
+def assert_passed(trace: Trace, options: dict[str, Any] = SMALL) -> None:
+    evaluation = trace.evaluation
+    assert evaluation.status == Status.PASSED, evaluation.log
+    correctness = evaluation.correctness
+    assert correctness is not None
+    tolerance = trace.workload.effective_tolerance
+    assert 0.0 <= correctness.max_absolute_error <= tolerance.max_atol
+    assert 0.0 <= correctness.max_relative_error < math.inf
+    assert correctness.matched_ratio == 1.0
+    assert correctness.first_mismatch_index is None
+    assert correctness.trials == options["trials"]
+    performance = evaluation.performance
+    assert performance is not None
+    assert performance.latency_ms is not None and 0.0 < performance.latency_ms < 10_000
+    assert performance.latency_iqr_ms is not None and performance.latency_iqr_ms >= 0.0
+    assert performance.timing_method == "perf_counter"
+    assert performance.iterations is not None and options["min_iterations"] <= performance.iterations
+    assert performance.sol_ms is None  # a CPU: no datasheet bound
+
+
+def assert_failed(trace: Trace, status: Status, *patterns: str) -> None:
+    evaluation = trace.evaluation
+    assert evaluation.status == status, f"{evaluation.status}: {evaluation.log}"
+    assert evaluation.performance is None  # only a solution that passes is timed
+    for pattern in patterns:
+        assert re.search(pattern, evaluation.log), f"{pattern!r} not in the log:\n{evaluation.log}"
+
+
+def calls(path: Path) -> list[tuple[int, int]]:
+    """(pid, N) of every call a solution recorded."""
+    if not path.exists():
+        return []
+    return [(int(pid), int(n)) for pid, n in (line.split() for line in path.read_text().splitlines() if line.strip())]
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def wait_until_gone(pids: set[int], seconds: float) -> set[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        pids = {pid for pid in pids if alive(pid)}
+        if not pids:
+            break
+        time.sleep(0.1)
+    return {pid for pid in pids if alive(pid)}
+
+
+def processes_mentioning(text: str) -> dict[int, str]:
+    """Live processes (not this one) whose command line contains text."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in command and alive(int(entry.name)):
+            found[int(entry.name)] = command[:200]
+    return found
+
+
+# --- PASSED -----------------------------------------------------------------------------------------
+
+
+def test_pytorch_destination_passing_style_passes(cache_root: Path):
+    run = run_solution("pytorch_dps", cache_root)
+    assert run.statuses == [Status.PASSED] * 3
+    for trace in run.traces:
+        assert_passed(trace)
+        assert trace.evaluation.correctness.max_absolute_error == 0.0  # the same float32 multiply as the reference
+
+
+def test_value_returning_pytorch_passes(cache_root: Path):
+    problem, solution = load("pytorch_returning")
+    assert solution.spec.destination_passing_style is False
+    run = run_solution("pytorch_returning", cache_root)
+    assert run.statuses == [Status.PASSED] * 3
+    for trace in run.traces:
+        assert_passed(trace)
+
+
+def test_triton_kernel_passes_under_the_interpreter(cache_root: Path, monkeypatch: pytest.MonkeyPatch):
+    pytest.importorskip("triton")
+    # Workers are started with this process's environment, so TRITON_INTERPRET=1 set here reaches them:
+    # there is no GPU, so without the interpreter the kernel cannot run at all (see the next test).
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    problem, solution = load("triton_scale")
+    assert "@triton.jit" in solution.source("kernel.py")
+    run = run_solution("triton_scale", cache_root)
+    assert run.statuses == [Status.PASSED] * 3
+    for trace in run.traces:
+        assert_passed(trace)
+
+
+def test_triton_kernel_without_the_interpreter_is_a_runtime_error(cache_root: Path, monkeypatch: pytest.MonkeyPatch):
+    """The control of the test above: the variable is what makes the kernel run in the workers."""
+    pytest.importorskip("triton")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    run = run_solution("triton_scale", cache_root, workloads=["vs-n0016"], trials=1)
+    assert_failed(run.traces[0], Status.RUNTIME_ERROR, r"active drivers")
+
+
+def test_cpp_solution_built_with_cpp_extension_passes(cache_root: Path):
+    problem, solution = load("cpp_scale")
+    assert solution.spec.family == "cpp" and solution.spec.entry_file.endswith(".cpp")
+    run = run_solution("cpp_scale", cache_root, limit_s=400)
+    assert run.statuses == [Status.PASSED] * 3
+    for trace in run.traces:
+        assert_passed(trace)
+    # The build is in the session's cache, finished (marked), so an identical solution is not rebuilt.
+    built = [path.parent for path in cache_root.glob("*/.solbench_build.json") if (path.parent / "scale.cpp").is_file()]
+    assert len(built) == 1 and list(built[0].glob("*.so"))
+    again = run_solution("cpp_scale", cache_root, workloads=["vs-n0016"], trials=1, timing=False)
+    assert again.statuses == [Status.PASSED]
+    assert again.elapsed < run.elapsed
+
+
+# --- wrong outputs ----------------------------------------------------------------------------------
+
+
+def test_wrong_shape_is_incorrect_shape(cache_root: Path):
+    run = run_solution("wrong_shape", cache_root)
+    assert run.statuses == [Status.INCORRECT_SHAPE] * 3
+    for trace, n in zip(run.traces, (16, 64, 1000)):
+        assert_failed(trace, Status.INCORRECT_SHAPE, re.escape(f"output 'y' has shape [{n - 1}], the reference has [{n}]"))
+        correctness = trace.evaluation.correctness
+        assert correctness.matched_ratio == 0.0 and correctness.max_absolute_error == math.inf
+
+
+def test_wrong_number_of_returned_values_is_incorrect_shape(cache_root: Path):
+    run = run_solution("wrong_output_count", cache_root)
+    assert run.statuses == [Status.INCORRECT_SHAPE] * 3
+    for trace in run.traces:
+        assert_failed(trace, Status.INCORRECT_SHAPE, re.escape("returned 2 value(s); the definition declares 1 output(s) (y)"))
+
+
+def test_float64_output_for_a_float32_output_is_incorrect_dtype(cache_root: Path):
+    run = run_solution("wrong_dtype", cache_root)
+    assert run.statuses == [Status.INCORRECT_DTYPE] * 3
+    for trace in run.traces:
+        assert_failed(trace, Status.INCORRECT_DTYPE, r"output 'y' has dtype float64, declared float32")
+
+
+def test_off_by_a_constant_is_incorrect_numerical(cache_root: Path):
+    run = run_solution("off_by_constant", cache_root)
+    assert run.statuses == [Status.INCORRECT_NUMERICAL] * 3
+    for trace, n in zip(run.traces, (16, 64, 1000)):
+        assert_failed(trace, Status.INCORRECT_NUMERICAL, rf"^trial 1/2: output 'y': {n} of {n} elements \(100.0%\) outside atol 1e-05")
+        correctness = trace.evaluation.correctness
+        assert correctness.max_absolute_error == pytest.approx(1.0, abs=1e-5)
+        assert correctness.matched_ratio == 0.0
+        assert correctness.first_mismatch_index == [0]
+        assert correctness.trials == 2
+
+
+def test_all_zero_output_is_incorrect_numerical(cache_root: Path):
+    run = run_solution("all_zero", cache_root)
+    assert run.statuses == [Status.INCORRECT_NUMERICAL] * 3
+    for trace in run.traces:
+        assert_failed(trace, Status.INCORRECT_NUMERICAL, r"output 'y' is all zeros, the reference is not")
+        assert trace.evaluation.correctness.matched_ratio == 0.0
+
+
+def test_output_left_unwritten_is_incorrect_numerical(cache_root: Path):
+    """Preallocated outputs are poisoned (NaN for floats) before the call: writing nothing never passes."""
+    run = run_solution("writes_nothing", cache_root)
+    assert run.statuses == [Status.INCORRECT_NUMERICAL] * 3
+    for trace, n in zip(run.traces, (16, 64, 1000)):
+        assert_failed(trace, Status.INCORRECT_NUMERICAL, rf"{n} of {n} elements \(100.0%\) outside", r"got nan")
+        correctness = trace.evaluation.correctness
+        assert correctness.max_absolute_error == math.inf and correctness.matched_ratio == 0.0
+
+
+# --- errors -----------------------------------------------------------------------------------------
+
+
+def test_python_exception_is_a_runtime_error_with_its_text(cache_root: Path):
+    run = run_solution("raises", cache_root)
+    assert run.statuses == [Status.RUNTIME_ERROR] * 3
+    for trace, n in zip(run.traces, (16, 64, 1000)):
+        assert_failed(trace, Status.RUNTIME_ERROR, re.escape(f"RuntimeError: solution exploded on purpose (n={n})"), r"Traceback")
+
+
+def test_segfault_is_a_runtime_error_and_the_next_workload_gets_a_fresh_worker(cache_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    record = tmp_path / "calls.txt"
+    monkeypatch.setenv("SOLBENCH_TEST_CALLS", str(record))
+    run = run_solution("segfault_first", cache_root)
+    assert run.statuses == [Status.RUNTIME_ERROR, Status.PASSED, Status.PASSED]
+    assert_failed(run.traces[0], Status.RUNTIME_ERROR, r"the solution worker died during run: killed by SIGSEGV")
+    assert_passed(run.traces[1])
+    assert_passed(run.traces[2])
+    seen = calls(record)
+    crashed = {pid for pid, n in seen if n == 16}
+    after = {pid for pid, n in seen if n != 16}
+    assert len(crashed) == 1 and len(after) == 1, seen  # one crash; then one fresh worker for the rest
+    assert crashed.isdisjoint(after)
+    assert [n for pid, n in seen if n == 16] == [16]  # the crash was not retried
+    assert wait_until_gone(crashed | after, 10) == set()  # no worker outlives evaluate()
+
+
+def test_what_a_crashing_solution_printed_is_in_its_trace(cache_root: Path):
+    run = run_solution("segfault_first", cache_root, workloads=["vs-n0016"])
+    assert_failed(run.traces[0], Status.RUNTIME_ERROR, r"SIGSEGV", r"about to crash")
+
+
+def test_endless_loop_is_a_timeout_and_the_run_goes_on(cache_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    record = tmp_path / "calls.txt"
+    monkeypatch.setenv("SOLBENCH_TEST_CALLS", str(record))
+    started = time.monotonic()
+    run = run_solution("endless_loop_first", cache_root, timeout_s=5.0, limit_s=90)
+    assert run.statuses == [Status.TIMEOUT, Status.PASSED, Status.PASSED]
+    assert_failed(run.traces[0], Status.TIMEOUT, r"run did not finish within 5 s")
+    assert_passed(run.traces[1])
+    assert_passed(run.traces[2])
+    # The first trace was reported when the timeout struck, before the other workloads ran.
+    first_reported = run.reported[0][0] - started
+    assert 5.0 <= first_reported < 30.0
+    assert time.monotonic() - started < 60.0
+    seen = calls(record)
+    looping = {pid for pid, n in seen if n == 16}
+    fresh = {pid for pid, n in seen if n != 16}
+    assert len(looping) == 1 and len(fresh) == 1 and looping.isdisjoint(fresh), seen
+    assert wait_until_gone(looping | fresh, 10) == set()  # the looping worker was killed, not left spinning
+
+
+def test_python_syntax_error_is_a_compile_error(cache_root: Path):
+    run = run_solution("python_syntax_error", cache_root)
+    assert run.statuses == [Status.COMPILE_ERROR] * 3
+    for trace in run.traces:
+        assert_failed(trace, Status.COMPILE_ERROR, r"SyntaxError: expected ':'", r'main\.py", line 1')
+        assert trace.evaluation.correctness is None
+
+
+def test_compile_error_log_states_the_error_once(cache_root: Path):
+    run = run_solution("python_syntax_error", cache_root, workloads=["vs-n0016"])
+    assert_failed(run.traces[0], Status.COMPILE_ERROR, r"SyntaxError")
+    assert run.traces[0].evaluation.log.count("SyntaxError: expected ':'") == 1
+
+
+def test_cpp_syntax_error_is_a_compile_error_with_the_compiler_line(cache_root: Path):
+    run = run_solution("cpp_syntax_error", cache_root, limit_s=300)
+    assert run.statuses == [Status.COMPILE_ERROR] * 3
+    for trace in run.traces:
+        assert_failed(trace, Status.COMPILE_ERROR, r"broken\.cpp:3:\d+: error: expected ',' or ';' before 'return'")
+
+
+@pytest.fixture(scope="module")
+def build_timeout(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """cpp_slow_build (a real torch/extension.h build, tens of seconds) under compile_timeout_s=1, in a
+    cache folder of its own. Records which processes of that build are still running a moment after
+    evaluate() returned, then ends them (by pid: they were started by this test)."""
+    cache = tmp_path_factory.mktemp("build-timeout-cache")
+    run = run_solution("cpp_slow_build", cache, compile_timeout_s=1.0, limit_s=120)
+    deadline = time.monotonic() + 3.0
+    leftover = processes_mentioning(str(cache))
+    while leftover and time.monotonic() < deadline:
+        time.sleep(0.2)
+        leftover = processes_mentioning(str(cache))
+    for pid in leftover:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return {"run": run, "leftover": leftover, "cache": cache}
+
+
+def test_build_past_the_compile_timeout_is_a_timeout(build_timeout: dict[str, Any]):
+    run = build_timeout["run"]
+    assert run.statuses == [Status.TIMEOUT] * 3
+    for trace in run.traces:
+        assert_failed(trace, Status.TIMEOUT, r"^build: build did not finish within 1 s")
+        assert trace.evaluation.correctness is None
+    assert run.elapsed < 60.0
+    # the killed build was not marked finished, so it can never be reused
+    assert not list(build_timeout["cache"].glob("*/.solbench_build.json"))
+
+
+def test_build_past_the_compile_timeout_leaves_no_compiler_running(build_timeout: dict[str, Any]):
+    assert build_timeout["leftover"] == {}
+
+
+def test_reference_that_raises_is_invalid_reference(cache_root: Path):
+    run = run_solution("identity_for_broken", cache_root)
+    assert run.statuses == [Status.INVALID_REFERENCE]
+    assert_failed(run.traces[0], Status.INVALID_REFERENCE, r"reference failed: ValueError: reference is broken on purpose")
+
+
+# --- output of the solution --------------------------------------------------------------------------
+
+NOISY_LOG_LIMIT = 4000
+
+
+@pytest.fixture(scope="module")
+def noisy_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    return run_solution("noisy", tmp_path_factory.mktemp("noisy-cache"), log_limit=NOISY_LOG_LIMIT)
+
+
+def test_printing_json_like_text_does_not_break_the_protocol(noisy_run: Run):
+    problem, solution = load("noisy")
+    assert '{"ok": true' in solution.source("main.py")  # lines that look like the worker's own answers
+    assert noisy_run.statuses == [Status.PASSED] * 3
+    for trace in noisy_run.traces:
+        assert_passed(trace)
+        assert len(trace.evaluation.log) <= NOISY_LOG_LIMIT + 64  # bounded
+
+
+def test_what_the_solution_prints_goes_into_the_trace_log_bounded(noisy_run: Run):
+    for trace in noisy_run.traces:
+        log = trace.evaluation.log
+        assert "NOISE-NOISE-" in log and '{"ok": true}' in log
+        assert len(log) <= NOISY_LOG_LIMIT + 64

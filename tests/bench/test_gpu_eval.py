@@ -1,0 +1,121 @@
+"""On a CUDA GPU: Triton and CUDA C++ solutions build and pass, timing is by CUPTI, and work a
+solution leaves on a side stream is inside its measured time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from solbench.bench.orchestrator import EvalOptions, evaluate
+from solbench.spec.inline import inline_problem, inline_solution
+from solbench.spec.trace import Status
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+N = 1 << 22
+ADD = inline_problem(
+    "vector_add_gpu",
+    "import torch\n\ndef run(a, b):\n    return a + b\n",
+    {"a": (["N"], "float32"), "b": (["N"], "float32")},
+    {"c": (["N"], "float32")},
+    axes={"N": {"type": "var"}},
+    workload_axes=[{"N": N}, {"N": 12345}],
+    tolerance={"max_atol": 1e-6, "max_rtol": 1e-6},
+)
+
+TRITON_ADD = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add(a, b, c, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(c + offsets, tl.load(a + offsets, mask=mask) + tl.load(b + offsets, mask=mask), mask=mask)
+
+
+def add(a, b, c):
+    n = a.numel()
+    _add[(triton.cdiv(n, 1024),)](a, b, c, n, BLOCK=1024)
+'''
+
+CUDA_ADD = '''
+#include <torch/extension.h>
+
+__global__ void add_kernel(const float* a, const float* b, float* c, int64_t n) {
+    int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+
+void add(torch::Tensor a, torch::Tensor b, torch::Tensor c) {
+    int64_t n = a.numel();
+    add_kernel<<<(n + 255) / 256, 256>>>(a.data_ptr<float>(), b.data_ptr<float>(), c.data_ptr<float>(), n);
+}
+'''
+
+
+def _options(tmp_path: Path, **changes) -> EvalOptions:
+    base = dict(device="cuda", trials=3, min_iterations=20, budget_s=2.0, timing_pool=2, cache_root=tmp_path / "builds", seed=1)
+    base.update(changes)
+    return EvalOptions(**base)
+
+
+def test_triton_solution_builds_and_passes(tmp_path: Path):
+    solution = inline_solution("add-triton", ADD.name, "triton", "kernel.py::add", {"kernel.py": TRITON_ADD})
+    traces = evaluate(ADD, solution, _options(tmp_path))
+    assert [t.evaluation.status for t in traces] == [Status.PASSED, Status.PASSED], [t.evaluation.log for t in traces]
+    performance = traces[0].evaluation.performance
+    assert performance.timing_method == "cupti" and performance.latency_ms > 0
+    assert performance.sol_ms is not None and performance.latency_ms >= performance.sol_ms
+
+
+def test_cuda_cpp_solution_builds_and_passes(tmp_path: Path):
+    solution = inline_solution("add-cuda", ADD.name, "cuda_cpp", "add.cu::add", {"add.cu": CUDA_ADD})
+    traces = evaluate(ADD, solution, _options(tmp_path))
+    assert [t.evaluation.status for t in traces] == [Status.PASSED, Status.PASSED], [t.evaluation.log for t in traces]
+    assert traces[0].evaluation.performance.timing_method == "cupti"
+
+
+MATMUL = inline_problem(
+    "matmul_side_stream",
+    "import torch\n\ndef run(a, b):\n    return a @ b\n",
+    {"a": ([4096, 4096], "bfloat16"), "b": ([4096, 4096], "bfloat16")},
+    {"c": ([4096, 4096], "bfloat16")},
+    tolerance={"max_atol": 1e-1, "max_rtol": 2e-2},
+)
+SIDE_STREAM = '''
+import torch
+
+_side = []
+
+
+def matmul(a, b, c):
+    if not _side:
+        _side.append(torch.cuda.Stream())
+    side = _side[0]
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.mm(a, b, out=c)
+    # returns without joining the side stream back: the harness must still count that work
+'''
+MAIN_STREAM = "import torch\n\ndef matmul(a, b, c):\n    torch.mm(a, b, out=c)\n"
+
+
+def test_side_stream_work_is_inside_the_measured_time(tmp_path: Path):
+    side = inline_solution("mm-side", MATMUL.name, "pytorch", "k.py::matmul", {"k.py": SIDE_STREAM})
+    main = inline_solution("mm-main", MATMUL.name, "pytorch", "k.py::matmul", {"k.py": MAIN_STREAM})
+    (side_trace,) = evaluate(MATMUL, side, _options(tmp_path))
+    (main_trace,) = evaluate(MATMUL, main, _options(tmp_path))
+    assert side_trace.evaluation.status == main_trace.evaluation.status == Status.PASSED
+    side_ms = side_trace.evaluation.performance.latency_ms
+    main_ms = main_trace.evaluation.performance.latency_ms
+    assert side_trace.evaluation.performance.timing_method == "cupti"
+    assert abs(side_ms - main_ms) <= 0.15 * main_ms, (side_ms, main_ms)
+    # CUDA events on the current stream alone miss that work: the reason CUPTI is the default.
+    (events_trace,) = evaluate(MATMUL, side, _options(tmp_path, timer="events"))
+    assert events_trace.evaluation.performance.timing_method == "cuda_events"
+    assert events_trace.evaluation.performance.latency_ms < 0.5 * main_ms
