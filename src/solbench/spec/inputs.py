@@ -80,7 +80,8 @@ def random_tensor(dtype: DType, shape: tuple[int, ...], distribution: Distributi
         if info is not None and (low < info.min or high - 1 > info.max):
             raise InputGenerationError(f"integers in [{low}, {high}) do not fit {dtype.value}")
         return torch.randint(low, high, stored, generator=generator, device=device, dtype=torch.int64).to(target)
-    work = torch.float64 if target == torch.float64 else torch.float32
+    # Draw 16/32/64-bit floats in their own dtype (no full-size float32 copy); 8-bit ones via float32.
+    work = target if target in (torch.float64, torch.float32, torch.float16, torch.bfloat16) else torch.float32
     if kind == "normal":
         tensor = torch.randn(stored, generator=generator, device=device, dtype=work)
         if params:
