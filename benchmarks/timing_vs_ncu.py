@@ -107,6 +107,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", dest="json_path")
     parser.add_argument("--kinds", default="gemm,memory")
+    parser.add_argument("--sizes", help="indices of the sizes to run, e.g. 0,1,4 (default: all 10)")
     parser.add_argument("--ncu-target", nargs=3)
     args = parser.parse_args()
     if args.ncu_target:
@@ -116,7 +117,10 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for kind in args.kinds.split(","):
-            for size in GEMM_SIZES if kind == "gemm" else MEMORY_SIZES:
+            sizes = GEMM_SIZES if kind == "gemm" else MEMORY_SIZES
+            if args.sizes:
+                sizes = [sizes[int(i)] for i in args.sizes.split(",")]
+            for size in sizes:
                 first, first_iqr, method = harness_ms(kind, size, Path(tmp))
                 second, _, _ = harness_ms(kind, size, Path(tmp))
                 reference = ncu_ms(kind, size)

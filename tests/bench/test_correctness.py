@@ -310,11 +310,18 @@ def test_a_subclassed_reference_is_invalid():
     assert c.message == "reference output 'y' is a Sneaky, not a plain tensor"
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a second device")
-def test_outputs_off_the_cpu_are_a_caller_error():
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_tensors_compare_on_their_device_and_mixed_devices_are_a_caller_error():
+    reference = torch.randn(3000, device="cuda")
+    assert compare(reference.clone(), reference).status == Status.PASSED
+    wrong = reference.clone()
+    wrong[7] += 1
+    c = compare(wrong, reference)
+    assert c.status == Status.INCORRECT_NUMERICAL and c.first_mismatch_index == [7]
     with pytest.raises(ValueError, match="output 'y' is on cuda"):
         compare(torch.ones(4, device="cuda"), torch.ones(4))
-    with pytest.raises(ValueError, match="reference output 'y' is on cuda"):
+    with pytest.raises(ValueError, match="output 'y' is on cpu, its reference on cuda"):
         compare(torch.ones(4), torch.ones(4, device="cuda"))
 
 

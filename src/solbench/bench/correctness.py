@@ -75,11 +75,21 @@ from solbench.spec.workload import Tolerance
 __all__ = ["CHUNK", "Comparison", "compare_outputs", "decode_fp4", "merge"]
 
 CHUNK = 1 << 18  # logical elements compared at a time (even, so fp4 bytes are never split)
+_DEVICES = ("cpu", "cuda")
 TINY = float(torch.finfo(torch.float32).tiny)
 
 # e2m1: sign bit, 2 exponent bits, 1 mantissa bit; code -> value.
 _FP4_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
 _FP4_TABLE = torch.tensor(_FP4_VALUES, dtype=torch.float64)
+GPU_CHUNK = 1 << 24  # on a GPU, fewer and larger chunks: kernel launches, not memory, are the cost
+
+
+def _fp4_table(device: torch.device) -> torch.Tensor:
+    return _FP4_TABLE if device.type == "cpu" else _FP4_TABLE.to(device)
+
+
+def _chunk(tensor: torch.Tensor) -> int:
+    return CHUNK if tensor.device.type == "cpu" else GPU_CHUNK
 _FP4 = torch.float4_e2m1fn_x2
 
 
@@ -109,7 +119,8 @@ def decode_fp4(packed: torch.Tensor) -> torch.Tensor:
     """float64 values of a ``float4_e2m1fn_x2`` (or uint8) tensor; the last dimension doubles."""
     codes = packed.view(torch.uint8) if packed.dtype == _FP4 else packed
     codes = codes.to(torch.int64)
-    values = torch.stack((_FP4_TABLE[codes & 15], _FP4_TABLE[codes >> 4]), dim=-1)
+    table = _fp4_table(codes.device)
+    values = torch.stack((table[codes & 15], table[codes >> 4]), dim=-1)
     return values.reshape(*packed.shape[:-1], packed.shape[-1] * 2) if packed.dim() else values
 
 
@@ -135,12 +146,14 @@ class _Values:
     def slice(self, start: int, stop: int) -> torch.Tensor:
         if self.fp4:
             codes = self.flat[start // 2 : stop // 2].to(torch.int64)
-            return torch.stack((_FP4_TABLE[codes & 15], _FP4_TABLE[codes >> 4]), dim=1).reshape(-1)
+            table = _fp4_table(codes.device)
+            return torch.stack((table[codes & 15], table[codes >> 4]), dim=1).reshape(-1)
         return self.flat[start:stop].to(torch.float64)
 
     def chunks(self) -> Iterator[tuple[int, torch.Tensor]]:
-        for start in range(0, self.numel, CHUNK):
-            yield start, self.slice(start, min(start + CHUNK, self.numel))
+        step = _chunk(self.flat)
+        for start in range(0, self.numel, step):
+            yield start, self.slice(start, min(start + step, self.numel))
 
 
 def _logical_shape(tensor: torch.Tensor) -> tuple[int, ...]:
@@ -199,8 +212,8 @@ def _check_reference(name: str, spec: TensorSpec, reference: Any) -> Comparison 
         if isinstance(reference, torch.Tensor):
             if _not_plain(reference) or reference.dim() != 0:
                 return bad(f"is a {type(reference).__name__} of shape {list(reference.shape)}, not a number")
-            if reference.device.type != "cpu":
-                raise ValueError(f"reference output '{name}' is on {reference.device}; compare CPU tensors")
+            if reference.device.type not in _DEVICES:
+                raise ValueError(f"reference output '{name}' is on {reference.device}; compare CPU or CUDA tensors")
         elif not _is_number(reference):
             return bad(f"is a {type(reference).__name__}, not a number")
         if math.isnan(_to_float(reference)):
@@ -211,12 +224,13 @@ def _check_reference(name: str, spec: TensorSpec, reference: Any) -> Comparison 
     why = _not_plain(reference)
     if why:
         return bad(f"is {why}, not a plain tensor")
-    if reference.device.type != "cpu":
-        raise ValueError(f"reference output '{name}' is on {reference.device}; compare CPU tensors")
+    if reference.device.type not in _DEVICES:
+        raise ValueError(f"reference output '{name}' is on {reference.device}; compare CPU or CUDA tensors")
     if reference.dtype.is_floating_point and reference.dtype != _FP4:  # fp4 (e2m1) has no NaN
         flat = reference.detach().reshape(-1)
-        for start in range(0, flat.numel(), CHUNK):
-            if torch.isnan(flat[start : start + CHUNK]).any():
+        step = _chunk(flat)
+        for start in range(0, flat.numel(), step):
+            if torch.isnan(flat[start : start + step]).any():
                 return bad("contains NaN (the reference must be defined everywhere)")
     return None
 
@@ -240,8 +254,9 @@ def _check_structure(name: str, spec: TensorSpec, value: Any, reference: Any) ->
     why = _not_plain(value)
     if why:
         return _failure(Status.INCORRECT_DTYPE, name, f"output '{name}' is {why}, not a plain tensor")
-    if value.device.type != "cpu":
-        raise ValueError(f"output '{name}' is on {value.device}; compare CPU tensors")
+    if not isinstance(reference, torch.Tensor) or value.device != reference.device:
+        where = reference.device if isinstance(reference, torch.Tensor) else "cpu"
+        raise ValueError(f"output '{name}' is on {value.device}, its reference on {where}; compare tensors on one device")
     if value.dtype != declared.torch_dtype():
         got = str(value.dtype).removeprefix("torch.")
         return _failure(Status.INCORRECT_DTYPE, name, f"output '{name}' has dtype {got}, declared {declared.value}")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from solbench.bench.correctness import Comparison, compare_outputs, merge
+from solbench.bench.ipc import import_cuda
 from solbench.bench.processes import WorkerCrashed, WorkerFailed, WorkerProcess, WorkerTimeout
 from solbench.bench.shm import BlobError, Session, read_blob
 from solbench.spec.dtypes import storage_shape
@@ -84,6 +85,9 @@ class EvaluationRun:
         self.environment: dict[str, Any] = {}
         self.started_workers = 0
         self._worker_output: list[str] = []
+        self.ipc = self.device.startswith("cuda")  # tensors stay on the GPU between processes
+        self._groups = 0
+        self._to_release: dict[str, list[str]] = {"reference": [], "solution": []}
 
     # --- workers -------------------------------------------------------------------------------
 
@@ -173,11 +177,14 @@ class EvaluationRun:
         tolerance = workload.effective_tolerance
         dps = self.solution.spec.destination_passing_style
         for trial in range(self.options.trials):
+            group = self._group()
             prepared = self._ask_reference("prepare", deadline, workload=workload.to_json_dict(), seed=self.seed, trial=trial, reference=True,
-                                           paths=self._paths(workload, inputs=True, outputs=True))
+                                           paths=self._paths(workload, inputs=True, outputs=True), group=group)
             references = {name: _load(description, self.session) for name, description in prepared["outputs"].items()}
             answer = self._ask_worker("run", deadline, inputs=prepared["inputs"], outputs=self._output_specs(workload), dps=dps,
-                                      paths={name: self.session.new_path(f"sol-{name}") for name in self.problem.definition.outputs})
+                                      paths={name: self.session.new_path(f"sol-{name}") for name in self.problem.definition.outputs}, group=group)
+            self._to_release["reference"].append(group)
+            self._to_release["solution"].append(group)
             for name, where in answer["devices"].items():
                 if where is not None and _device_type(where) != _device_type(self.device):
                     raise _Outcome(Status.RUNTIME_ERROR, f"output {name!r} is on {where}, expected {self.device} (outputs are never moved for the solution)")
@@ -185,6 +192,8 @@ class EvaluationRun:
                 outputs = {name: _load(description, self.session) for name, description in answer["outputs"].items()}
             except BlobError as exc:
                 raise _Outcome(Status.RUNTIME_ERROR, f"unreadable output: {exc}") from None
+            except RuntimeError as exc:  # a CUDA IPC handle that cannot be opened
+                raise _Outcome(Status.RUNTIME_ERROR, f"unreadable output: {type(exc).__name__}: {exc}") from None
             comparison = compare_outputs(outputs, references, self.problem.definition.outputs, tolerance)
             comparisons.append(comparison)
             if comparison.status != Status.PASSED:
@@ -196,10 +205,12 @@ class EvaluationRun:
     def _time(self, workload: Workload, deadline: float, log: list[str]) -> Performance:
         options = self.options
         input_sets = []
+        group = self._group()
         for index in range(max(1, options.timing_pool)):
             prepared = self._ask_reference("prepare", deadline, workload=workload.to_json_dict(), seed=self.seed, trial=1000 + index,
-                                           reference=False, paths=self._paths(workload, inputs=True, outputs=False))
+                                           reference=False, paths=self._paths(workload, inputs=True, outputs=False), group=group)
             input_sets.append(prepared["inputs"])
+        self._to_release["reference"].append(group)
         parameters = {"warmup": options.warmup, "min_iterations": options.min_iterations, "max_iterations": options.max_iterations,
                       "budget_s": options.budget_s, "target_spread": options.target_spread, "timer": options.timer,
                       "input_sets": input_sets, "outputs": self._output_specs(workload)}
@@ -232,7 +243,17 @@ class EvaluationRun:
 
     # --- requests with the failure mapping -----------------------------------------------------
 
+    def _group(self) -> str:
+        self._groups += 1
+        return f"g{self._groups}"
+
+    def _releases(self, role: str) -> dict[str, Any]:
+        """Shared tensors the process may now free, sent along with its next request."""
+        released, self._to_release[role] = self._to_release[role], []
+        return {"release": released, "ipc": self.ipc}
+
     def _ask_worker(self, command: str, deadline: float, **payload: Any) -> dict[str, Any]:
+        payload.update(self._releases("solution"))
         try:
             return self.worker.request(command, _remaining(deadline), **payload)
         except WorkerTimeout as exc:
@@ -246,6 +267,7 @@ class EvaluationRun:
             raise _Outcome(status, exc.detail or exc.error) from None
 
     def _ask_reference(self, command: str, deadline: float, **payload: Any) -> dict[str, Any]:
+        payload.update(self._releases("reference"))
         try:
             return self.reference.request(command, _remaining(deadline), **payload)
         except (WorkerTimeout, WorkerCrashed) as exc:
@@ -332,6 +354,8 @@ def _correctness(comparison: Comparison, trials: int) -> Correctness:
 def _load(description: Any, session: Session) -> Any:
     if isinstance(description, dict) and "scalar" in description:
         return description["scalar"]
+    if isinstance(description, dict) and "cuda_ipc" in description:
+        return import_cuda(description).clone()  # our own copy: the other process cannot change it under us
     if isinstance(description, dict) and "unsupported" in description:
         return _Unsupported(description["unsupported"])
     return read_blob(description, session.root)

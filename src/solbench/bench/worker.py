@@ -15,6 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from solbench.bench.ipc import export_cuda, import_cuda
 from solbench.bench.protocol import Channel, ChannelClosed
 from solbench.bench.shm import read_blob, write_blob
 
@@ -33,6 +34,7 @@ class Worker:
         self.timer = None
         self.flusher = None
         self.notes: list[str] = []
+        self.exports: dict[str, list[Any]] = {}  # tensors shared by CUDA IPC, kept alive per group
         if device.startswith("cuda"):
             index = torch.device(device).index
             self.device = device = f"cuda:{torch.cuda.current_device() if index is None else index}"
@@ -80,13 +82,13 @@ class Worker:
         workload = Workload.model_validate(request["workload"])
         paths = request["paths"]
         inputs = generate_inputs(self.problem, workload, seed=request["seed"], trial=request["trial"], device=self.device)
-        described = {name: _describe(value, paths[f"in:{name}"]) for name, value in inputs.items()}
+        described = {name: self._describe(value, paths[f"in:{name}"], request) for name, value in inputs.items()}
         answer: dict[str, Any] = {"inputs": described}
         if request.get("reference"):
             with self.torch.no_grad():
                 results = self._outputs_of(self.function(*inputs.values()))
             self._synchronize()
-            answer["outputs"] = {name: _describe(value, paths[f"out:{name}"]) for name, value in results.items()}
+            answer["outputs"] = {name: self._describe(value, paths[f"out:{name}"], request) for name, value in results.items()}
         return answer
 
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -96,7 +98,7 @@ class Worker:
         results = self._call(arguments, outputs, request["dps"])
         self._synchronize()
         devices = {name: str(value.device) if isinstance(value, self.torch.Tensor) else None for name, value in results.items()}
-        described = {name: _describe(value, request["paths"][name]) for name, value in results.items() if name in request["paths"]}
+        described = {name: self._describe(value, request["paths"][name], request) for name, value in results.items() if name in request["paths"]}
         return {"outputs": described, "devices": devices, "returned": list(results)}
 
     def time(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -146,9 +148,23 @@ class Worker:
             if isinstance(value, dict) and "scalar" in value:
                 arguments.append(value["scalar"])
             else:
-                tensor = read_blob(value)
+                tensor = import_cuda(value) if isinstance(value, dict) and "cuda_ipc" in value else read_blob(value)
                 arguments.append(tensor.to(self.device, copy=True) if copy else tensor.to(self.device))
         return arguments
+
+    def _describe(self, value: Any, path: str, request: dict[str, Any]) -> Any:
+        """A tensor for another process: shared in place on the GPU when asked (kept alive until its
+        group is released), else copied into a memory-mapped file."""
+        group = request.get("group")
+        if group is not None and request.get("ipc") and isinstance(value, self.torch.Tensor) and value.is_cuda:
+            value = value.detach()
+            self.exports.setdefault(group, []).append(value)
+            return export_cuda(value)
+        return _describe(value, path)
+
+    def release(self, groups: list[Any]) -> None:
+        for group in groups or []:
+            self.exports.pop(group, None)
 
     def _fresh(self, value: Any) -> Any:
         return value.clone() if isinstance(value, self.torch.Tensor) else value
@@ -222,6 +238,7 @@ def main() -> None:
         if command == "exit":
             channel.send({"ok": True})
             return
+        worker.release(request.get("release"))
         handler = handlers.get(command)
         if handler is None:
             channel.send({"ok": False, "kind": "protocol", "error": f"unknown command {command!r}"})
