@@ -432,3 +432,20 @@ def test_what_the_solution_prints_goes_into_the_trace_log_bounded(noisy_run: Run
         log = trace.evaluation.log
         assert "NOISE-NOISE-" in log and '{"ok": true}' in log
         assert len(log) <= NOISY_LOG_LIMIT + 64
+
+
+def test_a_time_below_the_speed_of_light_is_flagged_for_audit(tmp_path, cache_root):
+    """A hardware spec far slower than this CPU puts T_SOL above any real time: never a win."""
+    import yaml
+
+    from solbench.sol.hardware import get_hardware
+
+    slow = get_hardware("H200").model_dump(mode="json")
+    slow.update(name="Snail", dram={"capacity_gb": 1, "bandwidth_tbps": 1e-9})
+    path = tmp_path / "snail.yaml"
+    path.write_text(yaml.safe_dump(slow))
+    run = run_solution("pytorch_dps", cache_root, workloads=["vs-n0016"], hardware=str(path))
+    evaluation = run.traces[0].evaluation
+    assert evaluation.status == Status.REWARD_HACK
+    assert evaluation.performance.latency_ms < evaluation.performance.sol_ms
+    assert "faster-than-sol" in evaluation.log and "Snail" in evaluation.log

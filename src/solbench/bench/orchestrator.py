@@ -17,6 +17,7 @@ from solbench.bench.correctness import Comparison, compare_outputs, merge
 from solbench.bench.ipc import import_cuda
 from solbench.bench.processes import WorkerCrashed, WorkerFailed, WorkerProcess, WorkerTimeout
 from solbench.bench.shm import BlobError, Session, read_blob
+from solbench.bench.timing import Samples
 from solbench.spec.dtypes import storage_shape
 from solbench.spec.problem import Problem
 from solbench.spec.solution import Solution
@@ -154,6 +155,10 @@ class EvaluationRun:
             else:
                 status, correctness = Status.PASSED, _correctness(comparison, self.options.trials)
                 performance = self._time(workload, deadline, log) if self.options.timing else None
+                if performance is not None and performance.sol_ms is not None and performance.latency_ms < performance.sol_ms:
+                    status = Status.REWARD_HACK  # faster than physics: a wrong bound or a hack, never a win
+                    log.append(f"REWARD_HACK [faster-than-sol]: median {performance.latency_ms:.6g} ms is below T_SOL {performance.sol_ms:.6g} ms "
+                               f"of {self.environment.get('hardware', 'the hardware spec')}; kept for audit")
         except _Outcome as outcome:
             status, correctness, performance = outcome.status, None, None
             log.append(outcome.message)
@@ -216,9 +221,9 @@ class EvaluationRun:
                       "input_sets": input_sets, "outputs": self._output_specs(workload)}
         timed = self._ask_worker("time", deadline, dps=self.solution.spec.destination_passing_style, **parameters)
         log += timed.get("notes", [])
-        times = timed["times_ms"]
+        samples = Samples(timed["method"], timed["times_ms"])
         performance = Performance(
-            latency_ms=statistics.median(times), latency_iqr_ms=_iqr(times), timing_method=timed["method"], iterations=len(times),
+            latency_ms=samples.median_ms, latency_iqr_ms=samples.iqr_ms, timing_method=samples.method, iterations=len(samples.times_ms),
         )
         if options.reference_latency:
             reference = self._ask_reference("time", deadline, dps=False, **parameters)
@@ -375,13 +380,6 @@ def _device_type(device: str) -> str:
 
 def _remaining(deadline: float) -> float:
     return max(0.1, deadline - time.monotonic())
-
-
-def _iqr(times: list[float]) -> float:
-    if len(times) < 4:
-        return 0.0
-    quartiles = statistics.quantiles(times, n=4)
-    return quartiles[2] - quartiles[0]
 
 
 def _version() -> str:

@@ -39,11 +39,6 @@ class TensorInfo:
         distinct = prod(size for size, step in zip(self.shape, self.stride) if step != 0 or size == 0)
         return min((distinct * self.element_bits + 7) // 8, self.storage_bytes or distinct * self.element_bits // 8)
 
-    def describe(self) -> str:
-        name = f"{self.name}:" if self.name else ""
-        dtype = self.dtype.value if self.dtype else "?"
-        return f"{name}{dtype}{list(self.shape)}"
-
 
 @dataclass
 class OpNode:

@@ -52,10 +52,6 @@ class Cost:
     def bytes_written(self) -> int:
         return sum(b for _, b in self.writes)
 
-    @property
-    def total_flops(self) -> float:
-        return sum(self.flops.values())
-
 
 Rule = Callable[[OpNode], Cost]
 RULES: dict[str, Rule] = {}
