@@ -227,6 +227,7 @@ def eval_command(
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time solutions that pass.")] = True,
     policy: Annotated[str, typer.Option(help="Precision policy for T_SOL: strict, relaxed or auto.")] = "auto",
     lock_clocks: Annotated[bool, typer.Option("--lock-clocks", help="Lock the GPU's SM clock at its maximum while timing (changes the GPU's state; needs permission).")] = False,
+    static_analysis: Annotated[bool, typer.Option("--static-analysis/--no-static-analysis", help="Refuse sources that static analysis rejects (REWARD_HACK). Turn off only to test the harness itself.")] = True,
 ) -> None:
     """Evaluate a solution on every workload of its problem: correctness, then timing; one trace each."""
     import json
@@ -247,6 +248,7 @@ def eval_command(
     except KeyError as exc:
         raise SpecError(str(exc.args[0]), path=problem_path, field="workload") from None
     options = _evaluation_options(device, trials, timeout, compile_timeout, seed, hardware, reference_latency, timing, policy)
+    options.static_analysis = static_analysis
     sink, done = _trace_sink(output, resume)
     skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}
 
@@ -286,6 +288,7 @@ def run_command(
 
     problems = load_problems(_default_paths(paths))
     options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, True, "auto")
+    options.static_analysis = False  # the problems' own references: trusted code
     device_name = resolve_device(options.device)
     if workloads == "auto":
         workloads = "all" if device_name.startswith("cuda") else "smallest:2"
@@ -324,6 +327,27 @@ def _input_elements(problem: Any, workload: Any) -> int:
 
     axes = problem.axes(workload)
     return sum(prod(spec.resolve_shape(axes)) for spec in problem.definition.inputs.values() if spec.shape is not None)
+
+
+@app.command()
+@reports_user_errors
+def audit(solutions: Annotated[list[Path], typer.Argument(help="Solution JSON files.")]) -> None:
+    """Static analysis of solutions' sources: every finding with its rule, file and line; exit code 1
+    if any solution has a finding that the evaluator would refuse (REWARD_HACK)."""
+    from solbench.bench.guards.static import analyze_solution
+    from solbench.spec.loaders import load_solution
+
+    refused = 0
+    for path in solutions:
+        findings = analyze_solution(load_solution(path))
+        rejects = [f for f in findings if f.severity == "reject"]
+        refused += bool(rejects)
+        for finding in findings:
+            print(f"{path}: {finding.path}:{finding.line}: {finding.severity} [{finding.rule}] {finding.message}")
+        console.print(f"{path}: {'refused' if rejects else 'accepted'} ({len(rejects)} reject, {len(findings) - len(rejects)} warn)",
+                      style="red" if rejects else "green")
+    if refused:
+        raise typer.Exit(1)
 
 
 hw_app = typer.Typer(help="Hardware specs: list, show, calibrate.", no_args_is_help=True)

@@ -30,7 +30,9 @@ from solbench.spec.trace import Status, Trace
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "solutions" / "status"
 SEED = 20240
-SMALL = dict(device="cpu", trials=2, min_iterations=3, budget_s=0.5, timing_pool=2, warmup=1, timeout_s=60.0, seed=SEED)
+# These tests exercise the run-time path, so static analysis (which would refuse several of these
+# deliberately misbehaving solutions up front) is off here; test_static_analysis_refuses_before_running covers it.
+SMALL = dict(device="cpu", trials=2, min_iterations=3, budget_s=0.5, timing_pool=2, warmup=1, timeout_s=60.0, seed=SEED, static_analysis=False)
 RUN_LIMIT_S = 150.0  # no evaluate() in this file may take longer: a hang fails the test instead of the session
 
 
@@ -449,3 +451,11 @@ def test_a_time_below_the_speed_of_light_is_flagged_for_audit(tmp_path, cache_ro
     assert evaluation.status == Status.REWARD_HACK
     assert evaluation.performance.latency_ms < evaluation.performance.sol_ms
     assert "faster-than-sol" in evaluation.log and "Snail" in evaluation.log
+
+
+def test_static_analysis_refuses_before_running(cache_root):
+    """On by default: a solution using ctypes is refused as REWARD_HACK on every workload, unbuilt."""
+    run = run_solution("segfault_first", cache_root, static_analysis=True)
+    assert run.statuses == [Status.REWARD_HACK] * 3
+    log = run.traces[0].evaluation.log
+    assert "static analysis refused the solution" in log and "[PY-FFI] main.py:1" in log

@@ -48,6 +48,7 @@ class EvalOptions:
     policy: str = "auto"
     cache_root: Path = field(default_factory=lambda: DEFAULT_CACHE)
     log_limit: int = 16_000
+    static_analysis: bool = True  # refuse sources with reject findings (REWARD_HACK) before anything runs
 
 
 def resolve_device(device: str) -> str:
@@ -83,6 +84,7 @@ class EvaluationRun:
         self.reference: WorkerProcess | None = None
         self.worker: WorkerProcess | None = None
         self.build_failure: tuple[Status, str] | None = None
+        self.static_notes: list[str] = []
         self.environment: dict[str, Any] = {}
         self.started_workers = 0
         self._worker_output: list[str] = []
@@ -98,13 +100,27 @@ class EvaluationRun:
 
     def start(self) -> None:
         self.reference = self._spawn("reference")
-        self._start_solution_worker()
+        self.static_notes: list[str] = []
+        if self.options.static_analysis:
+            self._audit_sources()
+        if self.build_failure is None:
+            self._start_solution_worker()
         hello = self.reference.request("hello", STARTUP_TIMEOUT_S)
         self.reference.request("load_problem", STARTUP_TIMEOUT_S, **self._problem_payload())
         self.environment = {
             "device": hello["device_name"], "torch": hello["torch"], "platform": platform.platform(),
             "hostname": platform.node(), "seed": self.seed, "solbench": _version(),
         }
+
+    def _audit_sources(self) -> None:
+        """Static analysis in the trusted process: reject findings refuse the solution outright."""
+        from solbench.bench.guards.static import analyze_solution
+
+        findings = analyze_solution(self.solution)
+        lines = [f"{'REWARD_HACK' if f.severity == 'reject' else 'warning'} [{f.rule}] {f.path}:{f.line}: {f.message}" for f in findings]
+        if any(f.severity == "reject" for f in findings):
+            self.build_failure = (Status.REWARD_HACK, "static analysis refused the solution:\n" + "\n".join(lines))
+        self.static_notes = [line for line in lines if line.startswith("warning")]
 
     def _problem_payload(self) -> dict[str, Any]:
         root = str(self.problem.root) if self.problem.root else None
@@ -145,6 +161,7 @@ class EvaluationRun:
         if self.build_failure is not None:
             status, message = self.build_failure
             return self._trace(workload, status, log=[message, self.worker.new_log(self.options.log_limit) if self.worker else ""])
+        log += self.static_notes
         deadline = started + self.options.timeout_s
         self._worker_output = []
         try:

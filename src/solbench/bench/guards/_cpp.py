@@ -1,0 +1,531 @@
+"""C / C++ / CUDA rules: token and regex level, on comment-stripped source.
+
+Three views of one file share offsets (so one line table serves all):
+- ``code``: comments blanked, string and char literals kept (for checks that read them: fopen modes,
+  asm templates, include paths, blobs in strings);
+- ``bare``: also the contents of literals and #include lines blanked (for token rules, so that
+  ``TORCH_CHECK(ok, "do not call system()")`` is not a call);
+- ``strings``: every string literal (adjacent literals merged, C escapes decoded) with its offset.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from solbench.bench.guards._model import Collector, Finding, byte_sequence_kind, path_escape_reason, text_blob, text_opaque, SYSTEM_PATH
+
+_LEX = re.compile(  # the lookahead lets the engine skip quickly to where a literal or comment can start
+    r"""(?=[/"'uULR])(?:(?P<lc>//[^\n]*)
+      | (?P<bc>/\*.*?(?:\*/|\Z))
+      | (?P<raw>(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{0,16})\((?P<rbody>.*?)\)(?P=delim)")
+      | (?P<str>(?:u8|[uUL])?"(?P<sbody>(?:\\.|[^"\\\n])*)"?)
+      | (?P<chr>'(?:\\.|[^'\\\n]){1,8}'))
+    """,
+    re.S | re.X,
+)
+_NOT_NEWLINE = re.compile(r"[^\n]")
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{1,8}|[0-7]{1,3}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.S)
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "\n": ""}
+_INCLUDE = re.compile(r"(?m)^[ \t]*#[ \t]*include[ \t]*([<\"])([^>\"\n]*)[>\"][^\n]*")
+_CALL_AFTER = re.compile(r"\s*\(")
+_QUALIFIER = re.compile(r"(\w*)\s*::\s*$")
+
+
+def _blank(text: str) -> str:
+    return " " * len(text) if "\n" not in text else _NOT_NEWLINE.sub(" ", text)
+
+
+def _unescape(body: str) -> str:
+    if "\\" not in body:
+        return body
+
+    def one(match: re.Match[str]) -> str:
+        esc = match.group(1)
+        head = esc[0]
+        if head == "x" and len(esc) > 1:
+            return chr(int(esc[1:], 16) & 0xFF)
+        if head in "uU" and len(esc) > 1:
+            try:
+                return chr(int(esc[1:], 16))
+            except ValueError:
+                return ""
+        if head in "01234567":
+            return chr(int(esc, 8) & 0xFF)
+        return _SIMPLE_ESCAPES.get(esc, esc)
+
+    return _ESCAPE.sub(one, body)
+
+
+class _Source:
+    def __init__(self, text: str):
+        self.text = text
+        code: list[str] = []
+        bare: list[str] = []
+        pieces: list[tuple[int, int, str]] = []  # (start, end, decoded content) of each literal
+        last = 0
+        for match in _LEX.finditer(text):
+            start, end = match.span()
+            between = text[last:start]
+            code.append(between)
+            bare.append(between)
+            token = match.group()
+            if match.group("lc") is not None or match.group("bc") is not None:
+                blank = _blank(token)
+                code.append(blank)
+                bare.append(blank)
+            elif match.group("raw") is not None:
+                code.append(token)
+                body_start = match.start("rbody") - start
+                body_end = match.end("rbody") - start
+                bare.append(token[:body_start] + _blank(token[body_start:body_end]) + token[body_end:])
+                pieces.append((start, end, match.group("rbody")))
+            elif match.group("str") is not None:
+                code.append(token)
+                body_start = match.start("sbody") - start
+                body_end = match.end("sbody") - start
+                bare.append(token[:body_start] + " " * (body_end - body_start) + token[body_end:])
+                pieces.append((start, end, _unescape(match.group("sbody"))))
+            else:  # char literal
+                code.append(token)
+                bare.append(token[0] + " " * (len(token) - 2) + token[-1])
+            last = end
+        code.append(text[last:])
+        bare.append(text[last:])
+        self.code = "".join(code)
+        bare_text = "".join(bare)
+        self.includes: list[tuple[int, str, str]] = []
+        for match in _INCLUDE.finditer(self.code):
+            self.includes.append((match.start(), match.group(1), match.group(2)))
+        self.bare = _INCLUDE.sub(lambda m: " " * len(m.group()), bare_text) if self.includes else bare_text
+        # adjacent literals ("ab" "cd") are one string, as the compiler reads them
+        self.strings: list[tuple[int, int, str]] = []
+        for start, end, content in pieces:
+            if self.strings and not self.bare[self.strings[-1][1]:start].strip():
+                prev_start, _, prev_content = self.strings[-1]
+                self.strings[-1] = (prev_start, end, prev_content + content)
+            else:
+                self.strings.append((start, end, content))
+        self._string_starts = [s[0] for s in self.strings]
+        self._newlines = [m.start() for m in re.finditer("\n", text)]
+        self.lower = self.code.lower()
+
+    def line(self, offset: int) -> int:
+        return bisect.bisect_right(self._newlines, offset - 1) + 1
+
+    def strings_between(self, start: int, end: int) -> list[str]:
+        first = bisect.bisect_left(self._string_starts, start)
+        out = []
+        for index in range(first, len(self.strings)):
+            s_start, _, content = self.strings[index]
+            if s_start >= end:
+                break
+            out.append(content)
+        return out
+
+    def closing(self, open_at: int, limit: int = 20000) -> int:
+        """Offset of the parenthesis that closes the one at `open_at` (in bare), or -1."""
+        depth = 0
+        bare = self.bare
+        stop = min(len(bare), open_at + limit)
+        index = open_at
+        while index < stop:
+            ch = bare[index]
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    return index
+            elif ch == ";" and depth <= 1:
+                return -1
+            index += 1
+        return -1
+
+    def call_args(self, name_end: int) -> tuple[int, list[str]] | None:
+        """(offset of '(', arguments as code text split at top-level commas) of a call whose name ends at name_end."""
+        match = _CALL_AFTER.match(self.bare, name_end)
+        if not match:
+            return None
+        open_at = match.end() - 1
+        close = self.closing(open_at)
+        if close < 0:
+            return None
+        args, depth, begin = [], 0, open_at + 1
+        for index in range(open_at + 1, close):
+            ch = self.bare[index]
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+            elif ch == "," and depth == 0:
+                args.append(self.code[begin:index])
+                begin = index + 1
+        args.append(self.code[begin:close])
+        return open_at, args
+
+
+# --- token rules -------------------------------------------------------------------------------------
+# form: "any" (every occurrence, member access included), "name" (not a member access: x.name / x->name),
+# "free" (a call, not a member, qualified at most by std:: or ::), "std" (needs std::, or a declaration
+# of a variable when unqualified)
+_T = {}
+
+
+def _tokens(rule: str, form: str, message: str, *names: str) -> None:
+    for name in names:
+        _T[name] = (rule, form, message)
+
+
+_tokens("CPP-PROC", "free", "starts a process", "system", "fork", "vfork")
+_tokens("CPP-PROC", "name", "starts a process", "popen", "_popen", "execl", "execlp", "execle", "execv", "execvp", "execvpe", "execve", "fexecve", "posix_spawn", "posix_spawnp")
+_tokens("CPP-DLOPEN", "name", "loads a shared library or looks up a symbol at run time", "dlopen", "dlmopen", "dlsym", "dlvsym", "LoadLibraryA", "LoadLibraryW", "LoadLibraryExA", "LoadLibraryExW", "GetProcAddress")
+_tokens("CPP-NET", "free", "opens a network connection", "socket", "connect")
+_tokens("CPP-NET", "name", "network access", "getaddrinfo", "gethostbyname", "gethostbyname2", "inet_pton", "curl_easy_init", "curl_easy_perform")
+_tokens("CPP-THREAD", "std", "starts a host thread", "thread", "jthread", "async")
+_tokens("CPP-THREAD", "name", "starts a host thread", "pthread_create", "_beginthreadex", "CreateThread")
+_tokens("CPP-SIGNAL", "free", "installs a signal handler, a timer or sends a signal", "signal", "alarm", "raise", "kill", "killpg")
+_tokens("CPP-SIGNAL", "name", "installs a signal handler, a timer or sends a signal", "sigaction", "setitimer", "pthread_kill", "timer_create", "ualarm")
+_tokens("CPP-EXIT", "free", "ends the process", "exit", "_exit", "_Exit", "quick_exit")
+_tokens("CPP-CTOR", "free", "registers code to run when the process exits", "atexit", "at_quick_exit")
+_tokens("CPP-SYSCALL", "name", "raw system call or process control", "syscall", "ptrace", "prctl", "process_vm_readv", "process_vm_writev")
+_tokens("CPP-FILE-WRITE", "free", "changes the file system", "unlink", "rmdir", "mkdir", "chdir", "creat", "symlink", "rename", "chmod", "chown")
+_tokens("CPP-FILE-WRITE", "name", "changes the file system", "unlinkat", "renameat", "mkdirat", "ftruncate")
+_tokens("CPP-FILE-WRITE", "std", "opens a file for writing", "ofstream", "fstream", "wofstream", "basic_ofstream", "basic_fstream")
+_tokens("CPP-FILE-READ", "std", "opens a file for reading", "ifstream", "wifstream", "basic_ifstream")
+_tokens("CPP-ENV", "name", "writes the process environment", "setenv", "putenv", "unsetenv", "clearenv", "_putenv")
+_tokens("CPP-ENV-READ", "name", "reads the process environment", "getenv", "secure_getenv", "_dupenv_s")
+_tokens("CPP-L2", "any", "L2 persistence: data kept in L2 survives the harness's L2 flush",
+        "accessPolicyWindow", "cudaAccessPolicyWindow", "CUaccessPolicyWindow", "cudaLimitPersistingL2CacheSize",
+        "CU_LIMIT_PERSISTING_L2_CACHE_SIZE", "cudaCtxResetPersistingL2Cache", "cuCtxResetPersistingL2Cache",
+        "cudaAccessPropertyPersisting", "CU_ACCESS_PROPERTY_PERSISTING", "cudaStreamAttributeAccessPolicyWindow",
+        "CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW", "cudaLaunchAttributeAccessPolicyWindow",
+        "CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW", "cudaKernelNodeAttributeAccessPolicyWindow",
+        "CU_KERNEL_NODE_ATTRIBUTE_ACCESS_POLICY_WINDOW", "cudaStreamSetAttribute", "cuStreamSetAttribute")
+_tokens("CPP-PRECISION", "any", "flips torch's global precision flags", "setAllowTF32CuBLAS", "setAllowTF32CuDNN",
+        "setAllowFP16ReductionCuBLAS", "setAllowBF16ReductionCuBLAS", "setAllowFP16AccumulationCuBLAS",
+        "setFloat32MatmulPrecision", "setFloat32Precision")
+_tokens("CPP-MODLOAD", "any", "loads a foreign binary", "cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx",
+        "cuModuleLoadFatBinary", "cuLibraryLoadData", "cuLibraryLoadFromFile", "cudaLibraryLoadData",
+        "cudaLibraryLoadFromFile", "__cudaRegisterFatBinary", "__cudaRegisterFatBinaryEnd", "__fatbinwrap",
+        "cuLinkAddData", "cuLinkAddFile", "cudaModuleLoadData")
+_tokens("CPP-PROFILER", "any", "controls the profiler the timing relies on", "cudaProfilerStart", "cudaProfilerStop",
+        "cuProfilerStart", "cuProfilerStop", "cuProfilerInitialize")
+_tokens("CPP-DEVICE", "any", "controls the GPU through NVML", "nvmlDeviceResetGpuLockedClocks",
+        "nvmlDeviceResetMemoryLockedClocks", "nvmlDeviceResetApplicationsClocks")
+_tokens("CPP-PYTHON", "any", "runs Python code from C++", "Py_CompileString", "Py_CompileStringExFlags",
+        "Py_CompileStringObject", "PyEval_EvalCode", "PyEval_EvalCodeEx", "PySys_SetObject", "PyImport_ExecCodeModule",
+        "PyImport_ExecCodeModuleEx", "PyMarshal_ReadObjectFromString", "PyObject_SetAttrString", "PyObject_GenericSetAttr")
+_PREFIXES = (("cupti", ("CPP-PROFILER", "any", "CUPTI calls control the profiler the timing relies on")),
+             ("PyRun_", ("CPP-PYTHON", "any", "runs Python code from C++")),
+             ("nvmlDeviceSet", ("CPP-DEVICE", "any", "controls the GPU through NVML")))
+_FILE_OPEN = {"fopen", "fopen64", "freopen", "_wfopen", "fdopen", "open", "open64", "openat"}
+
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_TOKEN_NAMES = frozenset(_T) | _FILE_OPEN
+_TOKEN_PREFIXES = tuple(prefix for prefix, _ in _PREFIXES)
+_ASM = re.compile(r"(?<![\w$])(?:asm|__asm__|__asm)(?![\w$])((?:\s*(?:volatile|__volatile__|goto|inline)\b)*)\s*\(")
+_PTX_FAST = re.compile(r"\b(?:w?gmma|mma|ldmatrix|stmatrix|cp\.async|cp\.reduce\.async|tcgen05|mbarrier|ldmatrix)\b")
+_PTX_ANY = re.compile(r"(?:^|[\s;{])(?:[a-z][a-z0-9]*)(?:\.[a-z0-9_:]+)+\s")
+_ASM_SYSCALL = re.compile(r"\b(?:syscall|sysenter|int\s+\$?0x80|svc\s+#?0)\b")
+_ELF_SEQ = re.compile(
+    r"(?:0x0*7f|127|'\\x7f'|'\\177')[uUlL]*\s*,\s*(?:0x0*45|69|'E')[uUlL]*\s*,\s*"
+    r"(?:0x0*4c|76|'L')[uUlL]*\s*,\s*(?:0x0*46|70|'F')(?![\w])", re.I)
+_FATBIN_SEQ = re.compile(
+    r"(?:0x0*50|80)[uUlL]*\s*,\s*(?:0x0*ed|237)[uUlL]*\s*,\s*(?:0x0*55|85)[uUlL]*\s*,\s*(?:0x0*ba|186)(?![\w])"
+    r"|(?:0x0*ba|186)[uUlL]*\s*,\s*(?:0x0*55|85)[uUlL]*\s*,\s*(?:0x0*ed|237)[uUlL]*\s*,\s*(?:0x0*50|80)(?![\w])"
+    r"|(?:0x0*b1|177)[uUlL]*\s*,\s*(?:0x0*43|67)[uUlL]*\s*,\s*(?:0x0*62|98)[uUlL]*\s*,\s*(?:0x0*46|70)(?![\w])", re.I)
+_MAGIC_WORD = re.compile(r"(?<![\w.])(?:0x0*(?:464c457f|7f454c46|ba55ed50|50ed55ba|466243b1|b1436246)|1179403647|3126193488|1180844977)(?![\w.])", re.I)
+_MAGIC_WORD_GATE = ("464c457f", "7f454c46", "ba55ed50", "50ed55ba", "466243b1", "b1436246", "1179403647", "3126193488", "1180844977")
+_LONG_LIST = re.compile(r"\{\s*(?:[-+]?(?:0[xX][0-9a-fA-F]+|\d+)[uUlL]*\s*,\s*){4096,}")
+_INCBIN = re.compile(r"\.incbin\b|^[ \t]*#[ \t]*embed\b", re.M)
+_FATBIN_SECTION = re.compile(r"\bsection\s*\(\s*\"\s*\.(?:nv_fatbin|nvFatBinSegment|nv\.fatbin)")
+_CTOR = re.compile(
+    r"__attribute__\s*\(\([^;{}]{0,200}?\b(?:__)?(?:constructor|destructor)(?:__)?\b"
+    r"|\[\[\s*(?:gnu|clang)\s*::\s*(?:constructor|destructor)\b"
+    r"|__declspec\s*\(\s*allocate\s*\(\s*\"\.CRT\$X")
+_INIT_SECTION = re.compile(r"\bsection\s*\(\s*\"\s*\.(?:init_array|fini_array|preinit_array|ctors|dtors)")
+_PTR_KEY_MAP = re.compile(
+    r"(?<![\w$])(?:std::)?(?:unordered_map|map|unordered_set|set|unordered_multimap|multimap|flat_map|flat_set)\s*<\s*"
+    r"(?:const\s+)?(?:(?:std::)?u?intptr_t\b|[\w:]+(?:\s*<[^<>;]*>)?\s*(?:const\s*)?\*|(?:std::)?(?:pair|tuple)\s*<[^<>;]*\*)")
+_STATIC_PTR = re.compile(r"\bstatic\s+(?:thread_local\s+)?(?:const\s+)?(?:void|char|float|double|half|__half|__nv_bfloat16|int|int8_t|uint8_t|int32_t|int64_t|uint32_t|u?intptr_t|[\w:]+)\s*(?:const\s*)?(\*?)\s*(\w+)\s*(?:=|;)")
+_DATA_PTR = r"data_ptr\s*(?:<[^<>;()]*>)?\s*\(\s*\)"
+_PTR_COMPARE = re.compile(
+    _DATA_PTR + r"\s*(?:==|!=)(?!\s*(?:nullptr|NULL|0)\b)"
+    r"|(?<!nullptr)(?<!nullptr )(?<!NULL)(?<!NULL )(?:==|!=)\s*(?:\(\s*(?:const\s+)?[\w:]+\s*\*?\s*\)\s*)?(?:(?:static_cast|reinterpret_cast)\s*<[^<>;]*>\s*\(\s*)?[\w.\->:\[\]]*" + _DATA_PTR)
+_PTR_SUBSCRIPT = re.compile(r"[\w\])]\s*\[[^\[\]\n;{}]{0,120}?" + _DATA_PTR)
+_PTR_LOOKUP = re.compile(r"\.(?:find|count|emplace|try_emplace|contains|insert_or_assign|at)\s*\(\s*[^;(){}]{0,80}?" + _DATA_PTR)
+_COMPARE_AFTER = re.compile(r"\s*(?:==|!=)\s*([\w.\->:()\[\]]+)")
+_COMPARE_BEFORE = re.compile(r"([\w.\->:()\[\]]+)\s*(?:==|!=)\s*$")
+_MAP_GATE = re.compile(r"(?:map|set)\s*<")
+_FILESYSTEM = re.compile(r"(?<![\w$])(?:std::)?(?:experimental::)?filesystem::(\w+)|(?<![\w$:])fs::(\w+)")
+_FS_WRITES = {"remove", "remove_all", "rename", "copy", "copy_file", "copy_symlink", "create_directory", "create_directories",
+              "create_symlink", "create_directory_symlink", "create_hard_link", "resize_file", "permissions", "last_write_time",
+              "current_path"}
+_PYBIND_EXEC = re.compile(r"(?<![\w$])(?:py|pybind11)\s*::\s*(?:exec|eval|eval_file)\s*[<(]")
+_PYBIND_IMPORT = re.compile(r"(?<![\w$])(?:py|pybind11)\s*::\s*module_?\s*::\s*import\s*\(\s*\"([^\"]*)\"|PyImport_ImportModule\w*\s*\(\s*\"([^\"]*)\"")
+_WRITE_FLAGS = re.compile(r"\bO_(?:WRONLY|RDWR|CREAT|TRUNC|APPEND)\b")
+_STRING_LITERAL = re.compile(r"\"((?:\\.|[^\"\\\n])*)\"")
+_NET_HEADERS = re.compile(r"^(?:sys/socket\.h|netinet/|arpa/inet\.h|netdb\.h|curl/|sys/un\.h|linux/if_)")
+_CUPTI_HEADER = re.compile(r"^cupti")
+_NVML_HEADER = re.compile(r"^nvml\.h$")
+_NAMESPACE_OPEN = re.compile(r"(?:\bnamespace(?:\s+[\w:]+)?(?:\s+__attribute__\s*\(\([^)]*\)\))?|\bextern\s+\"\s*\")\s*$")
+
+
+def analyze_cpp(source: str, path: str) -> list[Finding]:
+    """Findings of C, C++ and CUDA sources (rules CPP-*)."""
+    return _analyze_cpp(source, path, 0)
+
+
+def _analyze_cpp(source: str, path: str, line_offset: int) -> list[Finding]:
+    out = Collector(path, line_offset)
+    src = _Source(source)
+    _check_includes(src, out)
+    _check_tokens(src, out)
+    _check_asm(src, out)
+    _check_blobs(src, out)
+    _check_regex_rules(src, out)
+    return out.sorted()
+
+
+def _check_includes(src: _Source, out: Collector) -> None:
+    for offset, _, name in src.includes:
+        line = src.line(offset)
+        reason = path_escape_reason(name.strip())
+        if reason:
+            out.add("CPP-PATH-ESCAPE", line, f"#include of {reason}: reads a file outside the solution")
+        if _NET_HEADERS.match(name):
+            out.add("CPP-NET", line, f"#include <{name}>: network headers have no place in a kernel")
+        if _CUPTI_HEADER.match(name):
+            out.add("CPP-PROFILER", line, f"#include <{name}>: CUPTI controls the profiler the timing relies on")
+        if _NVML_HEADER.match(name):
+            out.add("CPP-DEVICE", line, f"#include <{name}>: NVML controls GPU clocks and power")
+
+
+def _previous(src: _Source, start: int) -> tuple[bool, str | None]:
+    """(is a member access, qualifier or None) of the token starting at `start`."""
+    pre = src.bare[max(0, start - 48):start].rstrip()
+    if pre.endswith(".") or pre.endswith("->"):
+        return True, None
+    if pre.endswith("::"):
+        match = _QUALIFIER.search(pre)
+        return False, match.group(1) if match else ""
+    return False, None
+
+
+def _check_tokens(src: _Source, out: Collector) -> None:
+    bare = src.bare
+    for match in _IDENT.finditer(bare):
+        name = match.group()
+        if name not in _TOKEN_NAMES and not name.startswith(_TOKEN_PREFIXES):
+            continue
+        start, end = match.span()
+        spec = _T.get(name)
+        if spec is None and name not in _FILE_OPEN:
+            for prefix, prefix_spec in _PREFIXES:
+                if name.startswith(prefix):
+                    spec = prefix_spec
+                    break
+        member, qualifier = _previous(src, start)
+        line = src.line(start)
+        if name in _FILE_OPEN:
+            if member or (qualifier not in (None, "", "std")):
+                continue
+            _check_open_call(src, out, name, end, line)
+            continue
+        if spec is None:
+            continue
+        rule, form, message = spec
+        if form != "any" and member:
+            continue
+        is_call = _CALL_AFTER.match(bare, end) is not None
+        if form == "free":
+            if not is_call or qualifier not in (None, "", "std"):
+                continue
+        elif form == "std":
+            if qualifier == "std":
+                pass
+            elif qualifier is None and re.match(r"\s*<?[\w\s<>,:*]*?>?\s+[A-Za-z_]\w*\s*[({;]", bare[end:end + 120]) and name != "async":
+                pass  # `using namespace std; thread worker(f);`
+            else:
+                continue
+        if rule == "CPP-PRECISION" and _benign_precision(src, name, end):
+            continue
+        if rule in ("CPP-FILE-WRITE", "CPP-FILE-READ") and form == "std":
+            _check_stream_path(src, out, end, line)
+        out.add(rule, line, f"{name}: {message}")
+
+
+def _benign_precision(src: _Source, name: str, end: int) -> bool:
+    call = src.call_args(end)
+    if call is None:
+        return False
+    args = [arg.strip() for arg in call[1]]
+    if not args:
+        return False
+    if name.startswith("setFloat32"):
+        return args[-1].strip('"').strip() in ('highest', 'ieee', 'at::Float32MatmulPrecision::HIGHEST')
+    return args[-1] in ("false", "0")
+
+
+def _literals(text: str) -> list[str]:
+    return [m.group(1) for m in _STRING_LITERAL.finditer(text)]
+
+
+def _check_path_literals(out: Collector, text: str, line: int, what: str) -> None:
+    for literal in _literals(text):
+        reason = path_escape_reason(literal)
+        if reason:
+            out.add("CPP-PATH-ESCAPE", line, f"{what} with {reason}: outside the solution")
+            return
+
+
+def _check_open_call(src: _Source, out: Collector, name: str, end: int, line: int) -> None:
+    call = src.call_args(end)
+    if call is None:
+        return
+    _, args = call
+    path_arg = args[1] if name == "openat" and len(args) > 1 else args[0]
+    _check_path_literals(out, path_arg, line, f"{name}()")
+    if name in ("open", "open64", "openat"):
+        flags = " ".join(args[1:])
+        if _WRITE_FLAGS.search(flags):
+            out.add("CPP-FILE-WRITE", line, f"{name}() with write/create flags: writes files")
+        else:
+            out.add("CPP-FILE-READ", line, f"{name}(): reads a file")
+        return
+    mode_arg = args[1] if len(args) > 1 else ""
+    modes = _literals(mode_arg)
+    if name == "freopen" or not modes or re.search(r"[wa+]", modes[0]):
+        out.add("CPP-FILE-WRITE", line, f"{name}() opens a file for writing (mode {modes[0] if modes else 'not a literal'!r})")
+    else:
+        out.add("CPP-FILE-READ", line, f"{name}() opens a file for reading")
+
+
+def _check_stream_path(src: _Source, out: Collector, end: int, line: int) -> None:
+    stop = src.bare.find(";", end)
+    stop = len(src.bare) if stop < 0 else stop
+    _check_path_literals(out, src.code[end:stop], line, "file stream")
+
+
+def _check_asm(src: _Source, out: Collector) -> None:
+    for match in _ASM.finditer(src.bare):
+        open_at = match.end() - 1
+        close = src.closing(open_at)
+        close = close if close > 0 else min(len(src.bare), open_at + 2000)
+        strings = src.strings_between(open_at, close)
+        template = strings[0] if strings else ""  # adjacent literals are merged: the first string is the template
+        line = src.line(match.start())
+        if ".incbin" in template:
+            out.add("CPP-BLOB", line, "inline asm with .incbin: embeds a binary file")
+            continue
+        if _ASM_SYSCALL.search(template):
+            out.add("CPP-SYSCALL", line, "inline asm issues a system call")
+            continue
+        volatile = bool(match.group(1).strip())
+        summary = " ".join(template.split())[:60]
+        extra = ""
+        if "%globaltimer" in template or "%clock" in template:
+            extra = "; reads a GPU timer"
+        if "evict_last" in template or "evict_unchanged" in template or "createpolicy" in template:
+            extra += "; sets an L2 eviction priority (may keep data in L2 across the harness's flush)"
+        if _PTX_FAST.search(template):
+            kind = "PTX inline assembly (mma/ldmatrix/cp.async family)" + ("" if volatile else ", not volatile")
+            out.add("CPP-ASM", line, f"{kind}: {summary!r}; common in fast kernels, reviewed by hand{extra}")
+        elif _PTX_ANY.search(" " + template + " "):
+            out.add("CPP-ASM", line, f"PTX inline assembly: {summary!r}{extra}")
+        else:
+            out.add("CPP-ASM", line, f"inline assembly that is not recognisable PTX: {summary!r}{extra}")
+
+
+def _check_blobs(src: _Source, out: Collector) -> None:
+    code = src.code
+    lower = src.lower
+    for regex, gate, what in ((_ELF_SEQ, ("7f", "127", "177"), "a byte array starting with the ELF magic (0x7f 'E' 'L' 'F')"),
+                              (_FATBIN_SEQ, ("0xed", "237", "0xb1", "177"), "a byte array with the CUDA fatbin magic"),
+                              (_MAGIC_WORD, _MAGIC_WORD_GATE, "an ELF/fatbin magic word")):
+        if not any(token in lower for token in gate):
+            continue
+        for match in regex.finditer(code):
+            out.add("CPP-BLOB", src.line(match.start()), f"{what}: an embedded binary image")
+    for match in (_INCBIN.finditer(code) if ".incbin" in code or "embed" in code else ()):
+        out.add("CPP-BLOB", src.line(match.start()), "embeds a binary file (.incbin / #embed)")
+    for match in (_LONG_LIST.finditer(src.bare) if len(src.bare) > 16000 else ()):
+        out.add("CPP-OPAQUE", src.line(match.start()), "an initializer list of more than 4096 numbers: opaque data")
+    for start, _, content in src.strings:
+        if len(content) < 4:
+            continue
+        kind = text_blob(content)
+        line = src.line(start)
+        if kind:
+            out.add("CPP-BLOB", line, f"a string literal holds {kind}")
+            continue
+        opaque = text_opaque(content)
+        if opaque:
+            out.add("CPP-OPAQUE", line, f"a string literal of {opaque}")
+        if SYSTEM_PATH.fullmatch(content):
+            out.add("CPP-PATH-ESCAPE", line, f"names the system path {content[:60]!r}: outside the solution")
+
+
+def _scope_depth(bare: str, pos: int) -> int:
+    """Braces open at `pos`, not counting namespace and extern "C" braces."""
+    stack: list[bool] = []
+    for match in re.finditer(r"[{}]", bare[:pos]):
+        if match.group() == "{":
+            stack.append(not _NAMESPACE_OPEN.search(bare[max(0, match.start() - 120):match.start()]))
+        elif stack:
+            stack.pop()
+    return sum(stack)
+
+
+def _statement_start(bare: str, pos: int) -> int:
+    return max(bare.rfind(";", 0, pos), bare.rfind("{", 0, pos), bare.rfind("}", 0, pos)) + 1
+
+
+def _check_regex_rules(src: _Source, out: Collector) -> None:
+    bare, code = src.bare, src.code
+    ctor_gate = "constructor" in code or "destructor" in code or "CRT$X" in code
+    for regex, gate in ((_CTOR, ctor_gate), (_INIT_SECTION, "section" in code)):
+        for match in (regex.finditer(code) if gate else ()):
+            out.add("CPP-CTOR", src.line(match.start()), "code that runs when the library is loaded or unloaded")
+    for match in (_FATBIN_SECTION.finditer(code) if "section" in code else ()):
+        out.add("CPP-MODLOAD", src.line(match.start()), "places data in a fatbin section: registers a foreign binary")
+    for match in (_PTR_KEY_MAP.finditer(bare) if _MAP_GATE.search(bare) else ()):
+        start = _statement_start(bare, match.start())
+        head = bare[start:match.start()]
+        if re.search(r"\b(?:static|thread_local)\b", head) or _scope_depth(bare, match.start()) == 0:
+            out.add("CPP-CACHE", src.line(match.start()), "a static or global container keyed on pointers: results can be reused across calls")
+    static_ptrs = {m.group(2) for m in (_STATIC_PTR.finditer(bare) if "static" in bare else ()) if m.group(1) or "ptr" in m.group(0)}
+    for name in static_ptrs:
+        for match in re.finditer(r"(?<![\w.>$])" + re.escape(name) + r"(?![\w$])", bare):
+            after = _COMPARE_AFTER.match(bare, match.end())
+            before = _COMPARE_BEFORE.search(bare[max(0, match.start() - 80):match.start()])
+            other = after.group(1) if after else before.group(1) if before else None
+            if other is None or other.strip("()[]") in ("nullptr", "NULL", "0", "0u", "0ull"):
+                continue
+            out.add("CPP-CACHE", src.line(match.start()), f"compares with the static pointer {name!r}: remembers inputs across calls")
+    has_data_ptr = "data_ptr" in bare
+    for regex, what in ((_PTR_COMPARE, "data_ptr() in an equality comparison"), (_PTR_SUBSCRIPT, "data_ptr() used as a key"),
+                        (_PTR_LOOKUP, "data_ptr() used as a key")):
+        for match in (regex.finditer(bare) if has_data_ptr else ()):
+            out.add("CPP-PTR-KEY", src.line(match.start()), f"{what}: results can be keyed on the identity of the inputs")
+    for match in (_FILESYSTEM.finditer(bare) if "filesystem" in bare or "fs::" in bare else ()):
+        member = match.group(1) or match.group(2)
+        if match.group(2) and not re.search(r"namespace\s+fs\s*=", bare):
+            continue
+        line = src.line(match.start())
+        if member in _FS_WRITES:
+            out.add("CPP-FILE-WRITE", line, f"std::filesystem::{member}: changes the file system")
+        else:
+            out.add("CPP-FILE-READ", line, f"std::filesystem::{member}: looks at the file system")
+        stop = bare.find(";", match.end())
+        _check_path_literals(out, code[match.end():stop if stop > 0 else len(code)], line, f"std::filesystem::{member}")
+    for match in (_PYBIND_EXEC.finditer(bare) if "exec" in bare or "eval" in bare else ()):
+        out.add("CPP-PYTHON", src.line(match.start()), "py::exec/eval runs Python code built at run time")
+    for match in (_PYBIND_IMPORT.finditer(code) if "import" in code or "Import" in code else ()):
+        module = match.group(1) or match.group(2) or ""
+        from solbench.bench.guards._python import banned_module  # late: _python imports this module
+
+        hit = banned_module(module)
+        if hit:
+            out.add("CPP-PYTHON", src.line(match.start()), f"imports the Python module {module!r} from C++: {hit}")
