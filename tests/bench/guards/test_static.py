@@ -27,6 +27,8 @@ ELF_HEX = ELF_IMAGE.hex()
 ELF_HEX_0X = ", ".join(f"0x{b:02x}" for b in ELF_IMAGE[:24])
 FATBIN_B64 = base64.b64encode(FATBIN_IMAGE).decode()
 RANDOM_B64 = base64.b64encode(bytes((i * 131 + 7) % 251 for i in range(3000))).decode()
+ELF_XORED = bytes(b ^ 0x5A for b in ELF_IMAGE * 4)
+ELF_SHIFTED = bytes((b + 13) & 0xFF for b in b"\x00" * 8 + ELF_IMAGE * 4)
 
 
 def src(text: str) -> str:
@@ -66,6 +68,7 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     ("net-importlib-folded", "PY-NET", "import importlib\nname = 'sock' + 'et'\nm = importlib.import_module(name)  # HERE\n"),
     ("net-importlib-alias", "PY-NET", "from importlib import import_module as im\nim('urllib.request').urlopen('http://x')  # HERE\n"),
     ("net-asyncio", "PY-NET", "import asyncio\n\nasync def f():\n    await asyncio.open_connection('h', 80)  # HERE\n"),
+    ("net-torch-hub", "PY-NET", "import torch\n\ndef run(x):\n    torch.hub.download_url_to_file('http://127.0.0.1:1/a', 'a.bin')  # HERE\n"),
     ("net-torch-distributed", "PY-NET", "import torch.distributed as dist  # HERE\n"),
     # processes
     ("proc-subprocess-alias", "PY-PROC", "import subprocess as sp  # HERE\nsp.run(['nvidia-smi'])\n"),
@@ -82,11 +85,13 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     ("proc-getattr-os", "PY-PROC", "import os\ngetattr(os, 'sys' + 'tem')('ls')  # HERE\n"),
     ("proc-alias-chain", "PY-PROC", "import os\nx = os\ny = x\ny.system('id')  # HERE\n"),
     ("proc-star-import", "PY-PROC", "from os import *\nsystem('id')  # HERE\n"),
+    ("proc-attrgetter", "PY-PROC", "import operator, os\nrun = operator.attrgetter('system')(os)  # HERE\n"),
     # threads
     ("thread-thread", "PY-THREAD", "import threading\nthreading.Thread(target=print).start()  # HERE\n"),
     ("thread-timer", "PY-THREAD", "from threading import Timer  # HERE\n"),
     ("thread-low-level", "PY-THREAD", "import _thread  # HERE\n"),
     ("thread-futures", "PY-THREAD", "from concurrent.futures import ThreadPoolExecutor  # HERE\n"),
+    ("thread-run-in-executor", "PY-THREAD", "import asyncio\n_loop = asyncio.new_event_loop()\n\ndef run(x, y):\n    _loop.run_in_executor(None, lambda: y.copy_(x))  # HERE\n"),
     ("thread-futures-attr", "PY-THREAD", "import concurrent.futures\nex = concurrent.futures.ThreadPoolExecutor(2)  # HERE\n"),
     # signals
     ("signal-signal", "PY-SIGNAL", "import signal\nsignal.signal(signal.SIGALRM, lambda *a: None)  # HERE\n"),
@@ -103,6 +108,7 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     ("ffi-ctypes", "PY-FFI", "import ctypes  # HERE\n"),
     ("ffi-cdll", "PY-FFI", "from ctypes import CDLL as L  # HERE\nL('libcuda.so')\n"),
     ("ffi-cdll-use", "PY-FFI", "import ctypes as c\n\ndef run():\n    return c.CDLL('libcuda.so.1')  # HERE\n"),
+    ("ffi-numpy-ctypeslib", "PY-FFI", "import numpy.ctypeslib as npc  # HERE\n"),
     ("ffi-cffi", "PY-FFI", "import cffi  # HERE\n"),
     ("ffi-mmap", "PY-FFI", "import mmap  # HERE\n"),
     ("ffi-load-library", "PY-FFI", "import torch\ntorch.ops.load_library('evil.so')  # HERE\n"),
@@ -118,6 +124,8 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     ("decode-marshal", "PY-DECODE", "import marshal  # HERE\n"),
     ("decode-pickle", "PY-DECODE", "import pickle as p  # HERE\n"),
     ("decode-codecs", "PY-DECODE", "import codecs\ncodecs.decode('flfgrz', 'rot13')  # HERE\n"),
+    ("decode-torch-load-pickle", "PY-DECODE", "import io, torch\n\ndef run(blob):\n    return torch.load(io.BytesIO(blob), weights_only=False)  # HERE\n"),
+    ("decode-numpy-allow-pickle", "PY-DECODE", "import numpy as np\nW = np.load('w.npy', allow_pickle=True)  # HERE\n"),
     ("decode-fromhex", "PY-DECODE", "data = bytes.fromhex('00ff00ff')  # HERE\n"),
     # embedded binaries
     ("blob-bytes-elf", "PY-BLOB", "IMAGE = b'\\x7fELF\\x02\\x01\\x01\\x00'  # HERE\n"),
@@ -131,6 +139,8 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     ("blob-int-list", "PY-BLOB", "IMAGE = bytes([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0])  # HERE\n"),
     ("blob-fatbin-word", "PY-BLOB", "import struct\nHEADER = struct.pack('<I', 0xBA55ED50)  # HERE\n"),
     ("blob-fatbin-base64", "PY-BLOB", f"FATBIN = '{FATBIN_B64}'  # HERE\n"),
+    ("blob-xor-scrambled", "PY-BLOB", f"IMAGE = {ELF_XORED!r}  # HERE\n"),
+    ("blob-add-scrambled", "PY-BLOB", f"IMAGE = {ELF_SHIFTED!r}  # HERE\n"),
     ("blob-concatenated", "PY-BLOB", "IMAGE = ('\\x7f' 'ELF')  # HERE\n"),
     # exec / eval / compile
     ("exec-exec", "PY-EXEC", "exec('import os')  # HERE\n"),
@@ -156,11 +166,20 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     ("patch-from-import", "PY-PATCH", "from torch import cuda\ncuda.synchronize = print  # HERE\n"),
     ("patch-delete", "PY-PATCH", "import torch\ndel torch.cuda.synchronize  # HERE\n"),
     ("patch-type-of", "PY-PATCH", "def run(x):\n    type(x).__add__ = lambda a, b: a  # HERE\n"),
+    ("patch-class-of-instance", "PY-PATCH", "def run(x):\n    x.__class__.__eq__ = lambda a, b: True  # HERE\n"),
+    ("patch-setattr-class-of-instance", "PY-PATCH", "def run(x):\n    setattr(type(x), '__eq__', None)  # HERE\n"),
     ("patch-class-swap", "PY-PATCH", "class Fake:\n    pass\n\ndef run(x):\n    x.__class__ = Fake  # HERE\n"),
     ("patch-vars", "PY-PATCH", "import torch\nvars(torch)['mm'] = print  # HERE\n"),
     ("patch-dunder-dict", "PY-PATCH", "import torch\ntorch.cuda.__dict__['synchronize'] = print  # HERE\n"),
     ("patch-object-setattr", "PY-PATCH", "import torch\nobject.__setattr__(torch.cuda, 'synchronize', print)  # HERE\n"),
     ("patch-aten-library", "PY-PATCH", "import torch\nlib = torch.library.Library('aten', 'IMPL')  # HERE\n"),
+    ("patch-partial-setattr", "PY-PATCH", "import functools, time\n_install = functools.partial(setattr, time)  # HERE\n_install('perf_counter', lambda: 0.0)\n"),
+    ("patch-map-setattr", "PY-PATCH", "import torch\nlist(map(setattr, [torch.cuda], ['synchronize'], [print]))  # HERE\n"),
+    ("patch-operator-setitem", "PY-PATCH", "import operator, time\noperator.setitem(vars(time), 'perf_counter', lambda: 0.0)  # HERE\n"),
+    ("patch-list-holder", "PY-PATCH", "import time\n_clocks = [time]\n_clocks[0].perf_counter = lambda: 0.0  # HERE\n"),
+    ("patch-dict-holder", "PY-PATCH", "import torch\nmods = {'cuda': torch.cuda}\nmods['cuda'].synchronize = print  # HERE\n"),
+    ("patch-class-attribute-holder", "PY-PATCH", "import time\n\nclass Holder:\n    clock = time\n\nHolder.clock.perf_counter = lambda: 0.0  # HERE\n"),
+    ("patch-default-argument", "PY-PATCH", "import time\n\ndef install(m=time):\n    m.perf_counter = lambda: 0.0  # HERE\n\ninstall()\n"),
     ("patch-mock", "PY-PATCH", "from unittest import mock  # HERE\n"),
     ("patch-inside-function", "PY-PATCH", "import torch.cuda as tc\n\ndef run(x):\n    tc.Event.elapsed_time = lambda *a: 1e-3  # HERE\n"),
     ("patch-computed-setattr", "PY-PATCH", "import torch\n\ndef run(name, f):\n    setattr(torch.cuda, name, f)  # HERE\n"),
@@ -229,6 +248,12 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     ("escape-path-home", "PY-PATH-ESCAPE", "from pathlib import Path\ncfg = (Path.home() / '.cache' / 'x').read_bytes()  # HERE\n"),
     ("escape-fstring-proc", "PY-PATH-ESCAPE", "import os\nmaps = open(f'/proc/{os.getpid()}/maps').read()  # HERE\n"),
     ("escape-system-path-literal", "PY-PATH-ESCAPE", "P = '/proc/self/environ'  # HERE\n"),
+    ("escape-sep-join", "PY-PATH-ESCAPE", "import os\nROOTS = [os.sep.join(['', 'dev', 'shm'])]  # HERE\n"),
+    ("escape-bytes-decoded", "PY-PATH-ESCAPE", "ROOTS = [bytes([47, 100, 101, 118, 47, 115, 104, 109]).decode()]  # HERE\n"),
+    ("escape-concatenated", "PY-PATH-ESCAPE", "root = '/' + 'pr' + 'oc'  # HERE\n"),
+    ("escape-pardir", "PY-PATH-ESCAPE", "import os\nsrc = open(os.path.join(os.path.dirname(__file__), os.pardir, 'reference.py')).read()  # HERE\n"),
+    ("write-memmap-default-mode", "PY-FILE-WRITE", "import numpy\n\ndef table(path):\n    return numpy.memmap(path, dtype=numpy.float32, shape=(16,))  # HERE\n"),
+    ("write-memmap-computed-mode", "PY-FILE-WRITE", "import numpy as np, os\nP = 'memo.bin'\nm = np.memmap(P, mode='r+' if os.path.exists(P) else 'w+', shape=(4,))  # HERE\n"),
     ("escape-through-variable", "PY-PATH-ESCAPE", "TARGET = '/tmp/leak.txt'\n\ndef run(x):\n    open(TARGET, 'w').write(str(x))  # HERE\n"),
     # caching across calls (warn)
     ("cache-lru-tensor", "PY-CACHE", "import functools\nimport torch\n\n@functools.lru_cache(maxsize=None)  # HERE\ndef run(x: torch.Tensor):\n    return x * 2\n"),
@@ -263,7 +288,9 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     ("l2-string-name", "PY-L2", "import ctypes as c\nfn = 'cudaStreamSetAttribute'  # HERE\n"),
     # warnings
     ("opaque-base64", "PY-OPAQUE", f"DATA = '{RANDOM_B64}'  # HERE\n"),
+    ("opaque-long-bytes", "PY-OPAQUE", f"DATA = {bytes(range(32, 127)) * 50!r}  # HERE\n"),
     ("getattr-computed-torch", "PY-GETATTR", "import torch\n\ndef run(x, name):\n    return x.to(getattr(torch, name))  # HERE\n"),
+    ("triton-inline-asm", "PY-ASM", "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x_ptr):\n    x = tl.load(x_ptr)\n    y = tl.inline_asm_elementwise('mov.b32 $0, $1;', '=r,r', [x], dtype=tl.int32, is_pure=True, pack=1)  # HERE\n"),
     ("dispatch-mode", "PY-DISPATCH", "from torch.overrides import TorchFunctionMode  # HERE\n"),
     ("syspath", "PY-SYSPATH", "import os, sys\nsys.path.insert(0, os.path.dirname(__file__))  # HERE\n"),
     ("config-triton-knobs", "PY-CONFIG", "import triton\ntriton.knobs.autotuning.print = True  # HERE\n"),
@@ -302,6 +329,10 @@ PY_NEAR_MISSES: list[tuple[str, str, str]] = [
     ("exec-local-eval", "PY-EXEC", "def run(model, eval=True):\n    return eval\n"),
     ("dynamic-getattr-self", "PY-DYNAMIC", "class K:\n    def get(self, name):\n        return getattr(self, name)\n"),
     ("dynamic-constant-getattr", "PY-DYNAMIC", "import torch\ndt = getattr(torch, 'float16')\n"),
+    ("patch-own-holders", "PY-PATCH", "import torch\n\nclass Cfg:\n    dtype = torch.float16\n\nitems = [Cfg()]\nitems[0].block = 64\nCfg.block = 128\n\ndef run(x, scale=2.0, out=None):\n    cfg = Cfg()\n    cfg.block = x.shape[-1]\n    return x * scale\n"),
+    ("patch-setattr-own-object", "PY-PATCH", "class Cfg:\n    def __init__(self, **kw):\n        for k, v in kw.items():\n            setattr(self, k, v)\n"),
+    ("path-join-relative", "PY-PATH-ESCAPE", "import os\nname = '/'.join(['csrc', 'kernel.cu'])\nsep = os.sep\n"),
+    ("read-memmap-readonly", "PY-FILE-WRITE", "import numpy\nW = numpy.memmap('weights.bin', dtype=numpy.float32, mode='r')\n"),
     ("patch-self", "PY-PATCH", "class Runner:\n    def __init__(self):\n        self.calls = 0\n        self.__dict__.update({'x': 1})\n"),
     ("patch-own-class", "PY-PATCH", "class Cfg:\n    pass\n\nCfg.block = 128\n"),
     ("patch-backends-config", "PY-PATCH", "import torch\nimport torch._dynamo\ntorch.backends.cudnn.benchmark = True\ntorch._dynamo.config.cache_size_limit = 8\n"),
@@ -311,6 +342,7 @@ PY_NEAR_MISSES: list[tuple[str, str, str]] = [
     ("sysmodules-version", "PY-SYSMODULES", "import sys\nv = sys.version_info\n"),
     ("introspect-harmless", "PY-INTROSPECT", "import gc, inspect, traceback\ngc.collect()\nsig = inspect.signature(print)\nmsg = traceback.format_exc()\n"),
     ("profiler-nvtx", "PY-PROFILER", "import torch\n\ndef run(x):\n    torch.cuda.nvtx.range_push('k')\n    with torch.profiler.record_function('k'):\n        y = x * 2\n    torch.cuda.nvtx.range_pop()\n    return y\n"),
+    ("decode-torch-load-weights-only", "PY-DECODE", "import torch\nW = torch.load('w.pt', weights_only=True)\n"),
     ("env-none", "PY-ENV", "import os\nflag = os.environ.get('X')\n"),
     ("write-str-replace", "PY-FILE-WRITE", "def run(name):\n    return name.replace('a', 'b').rename if False else name\n"),
     ("read-own-source", "PY-FILE-READ", "import os\nHERE_ = os.path.dirname(os.path.abspath(__file__))\nwith open(os.path.join(HERE_, 'kernel.cu')) as f:\n    SRC = f.read()\n"),
@@ -341,6 +373,9 @@ CPP_ATTACKS: list[tuple[str, str, str]] = [
     ("proc-std-system", "CPP-PROC", '#include <cstdlib>\nint f() { return std::system("ls"); }  // HERE\n'),
     ("proc-popen", "CPP-PROC", 'void f() {\n  FILE* p = popen("ls", "r");  // HERE\n}\n'),
     ("proc-fork", "CPP-PROC", "void f() {\n  if (fork() == 0) { }  // HERE\n}\n"),
+    ("proc-token-paste", "CPP-PROC", '#define RUN(x) sy##stem(x)  // HERE\nvoid f() { RUN("id"); }\n'),
+    ("proc-macro-alias", "CPP-PROC", '#define SHELL system  // HERE\nvoid f() { SHELL("id"); }\n'),
+    ("proc-function-pointer", "CPP-PROC", "int (*run_fn)(const char*) = &system;  // HERE\n"),
     ("proc-execvp", "CPP-PROC", "void f(char** argv) {\n  execvp(argv[0], argv);  // HERE\n}\n"),
     ("dlopen", "CPP-DLOPEN", '#include <dlfcn.h>\nvoid* h = dlopen("libcuda.so.1", RTLD_NOW);  // HERE\n'),
     ("dlsym", "CPP-DLOPEN", 'void* f(void* h) {\n  return dlsym(h, "cuLaunchKernel");  // HERE\n}\n'),
@@ -391,6 +426,7 @@ CPP_ATTACKS: list[tuple[str, str, str]] = [
     ("blob-incbin", "CPP-BLOB", 'asm(".section .rodata\\n.incbin \\"kernel.cubin\\"");  // HERE\n'),
     ("modload-data", "CPP-MODLOAD", "void f(CUmodule* m, const void* image) {\n  cuModuleLoadData(m, image);  // HERE\n}\n"),
     ("modload-fatbin", "CPP-MODLOAD", "void f(CUmodule* m, const void* image) {\n  cuModuleLoadFatBinary(m, image);  // HERE\n}\n"),
+    ("modload-by-name", "CPP-MODLOAD", 'void* f() {\n  void* fn = nullptr;\n  cuGetProcAddress("cuModuleLoadData", &fn, 12000, 0, nullptr);  // HERE\n  return fn;\n}\n'),
     ("modload-library", "CPP-MODLOAD", "void f(CUlibrary* l, const void* image) {\n  cuLibraryLoadData(l, image, 0, 0, 0, 0, 0, 0);  // HERE\n}\n"),
     ("cache-static-map", "CPP-CACHE", "#include <unordered_map>\ntorch::Tensor f(torch::Tensor x) {\n  static std::unordered_map<const void*, torch::Tensor> cache;  // HERE\n  return x;\n}\n"),
     ("cache-global-map", "CPP-CACHE", "#include <map>\nnamespace {\nstd::map<uintptr_t, at::Tensor> results;  // HERE\n}\n"),
@@ -423,6 +459,8 @@ CPP_NEAR_MISSES: list[tuple[str, str, str]] = [
     ("proc-system-lookalikes", "CPP-PROC", "__device__ void f(int* p) {\n  __threadfence_system();\n  atomicAdd_system(p, 1);\n  cuda::atomic<int, cuda::thread_scope_system> a;\n}\n"),
     ("proc-in-string-and-comment", "CPP-PROC", '// never call system("x") here\nvoid f(bool ok) { TORCH_CHECK(ok, "do not call system() or fork()"); }\n'),
     ("proc-member", "CPP-PROC", "void f(Obj& o) { o.system(1); o->fork(); }\n"),
+    ("proc-lookalike-names", "CPP-PROC", "int system_count = 0;\nint f(int exit_code) { return system_count == exit_code; }\n#define NUM_SYSTEMS 4\n"),
+    ("modload-tma-entry-point", "CPP-MODLOAD", 'void f(void** fn) {\n  cudaDriverEntryPointQueryResult q;\n  cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", fn, cudaEnableDefault, &q);\n}\n'),
     ("thread-lookalikes", "CPP-THREAD", "#include <thread>\n__global__ void k(int* out) {\n  int thread = threadIdx.x;\n  out[thread] = thread;\n}\nvoid f() { std::this_thread::yield(); }\n"),
     ("net-member-connect", "CPP-NET", "void f(Signal& s) { s.connect(1); }\n"),
     ("exit-lookalike", "CPP-EXIT", "void on_exit_hook();\nvoid f() { on_exit_hook(); }\n"),
@@ -1012,10 +1050,15 @@ def test_class_attribute_alias_and_nonlocal_rebinding():
     assert lines == {4, 10, 11}  # `return f`: f was rebound (nonlocal) to os.popen
 
 
-def test_names_aliased_too_deeply_are_refused_not_passed():
+def test_a_long_alias_chain_in_source_order_resolves():
     chain = "import os\na0 = os\n" + "".join(f"a{i + 1} = a{i}\n" for i in range(300)) + "a300.system('id')\n"
+    assert rules_at(analyze_python(chain, "deep.py")) == {("PY-PROC", 303)}
+
+
+def test_names_aliased_too_deeply_are_refused_not_passed():
+    chain = "".join(f"a{i + 1} = a{i}\n" for i in reversed(range(300))) + "import os\na0 = os\na300.system('id')\n"
     findings = analyze_python(chain, "deep.py")
-    assert [f.rule for f in rejects(findings)] and {f.rule for f in rejects(findings)} <= {"ANALYZER-LIMIT", "PY-PROC"}
+    assert [(f.rule, f.severity, f.line) for f in findings] == [("ANALYZER-LIMIT", "reject", 1)]
 
 
 def test_a_syntax_error_is_not_a_finding():

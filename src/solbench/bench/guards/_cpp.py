@@ -18,7 +18,7 @@ from solbench.bench.guards._model import Collector, Finding, byte_sequence_kind,
 _LEX = re.compile(  # the lookahead lets the engine skip quickly to where a literal or comment can start
     r"""(?=[/"'uULR])(?:(?P<lc>//[^\n]*)
       | (?P<bc>/\*.*?(?:\*/|\Z))
-      | (?P<raw>(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{0,16})\((?P<rbody>.*?)\)(?P=delim)")
+      | (?P<raw>(?:u8|[uUL])?R"(?P<delim>[^()\\\s"]{0,16})\()
       | (?P<str>(?:u8|[uUL])?"(?P<sbody>(?:\\.|[^"\\\n])*)"?)
       | (?P<chr>'(?:\\.|[^'\\\n]){1,8}'))
     """,
@@ -64,22 +64,30 @@ class _Source:
         bare: list[str] = []
         pieces: list[tuple[int, int, str]] = []  # (start, end, decoded content) of each literal
         last = 0
-        for match in _LEX.finditer(text):
+        search = _LEX.search
+        match = search(text, 0)
+        while match is not None:
             start, end = match.span()
+            body_start = body_end = -1
+            if match.group("raw") is not None:
+                # the body runs to )delim" (found with str.find: linear even for hostile input), or to the end
+                body_start = end
+                close = text.find(")" + match.group("delim") + '"', end)
+                body_end = len(text) if close < 0 else close
+                end = len(text) if close < 0 else close + len(match.group("delim")) + 2
             between = text[last:start]
             code.append(between)
             bare.append(between)
-            token = match.group()
+            token = text[start:end]
             if match.group("lc") is not None or match.group("bc") is not None:
                 blank = _blank(token)
                 code.append(blank)
                 bare.append(blank)
             elif match.group("raw") is not None:
                 code.append(token)
-                body_start = match.start("rbody") - start
-                body_end = match.end("rbody") - start
-                bare.append(token[:body_start] + _blank(token[body_start:body_end]) + token[body_end:])
-                pieces.append((start, end, match.group("rbody")))
+                inner_start, inner_end = body_start - start, body_end - start
+                bare.append(token[:inner_start] + _blank(token[inner_start:inner_end]) + token[inner_end:])
+                pieces.append((start, end, text[body_start:body_end]))
             elif match.group("str") is not None:
                 code.append(token)
                 body_start = match.start("sbody") - start
@@ -90,6 +98,7 @@ class _Source:
                 code.append(token)
                 bare.append(token[0] + " " * (len(token) - 2) + token[-1])
             last = end
+            match = search(text, end)
         code.append(text[last:])
         bare.append(text[last:])
         self.code = "".join(code)
@@ -109,6 +118,13 @@ class _Source:
         self._string_starts = [s[0] for s in self.strings]
         self._newlines = [m.start() for m in re.finditer("\n", text)]
         self.lower = self.code.lower()
+
+    def in_define(self, offset: int) -> bool:
+        """Whether the offset is on a #define line (continuation lines included)."""
+        start = self.code.rfind("\n", 0, offset) + 1
+        while start > 1 and self.code[start - 2] == "\\":
+            start = self.code.rfind("\n", 0, start - 1) + 1
+        return _DEFINE_LINE.match(self.code, start) is not None
 
     def line(self, offset: int) -> int:
         return bisect.bisect_right(self._newlines, offset - 1) + 1
@@ -221,6 +237,9 @@ _PREFIXES = (("cupti", ("CPP-PROFILER", "any", "CUPTI calls control the profiler
              ("nvmlDeviceSet", ("CPP-DEVICE", "any", "controls the GPU through NVML")))
 _FILE_OPEN = {"fopen", "fopen64", "freopen", "_wfopen", "fdopen", "open", "open64", "openat"}
 
+_PASTE = re.compile(r"(\w+)\s*##\s*(\w+)")
+_ADDRESS_BEFORE = re.compile(r"(?:(?<!&)&|(?<![=!<>])=|\breturn)\s*(?:::|std::)?\s*$")
+_DEFINE_LINE = re.compile(r"[ \t]*#[ \t]*define\b")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _TOKEN_NAMES = frozenset(_T) | _FILE_OPEN
 _TOKEN_PREFIXES = tuple(prefix for prefix, _ in _PREFIXES)
@@ -248,7 +267,8 @@ _INIT_SECTION = re.compile(r"\bsection\s*\(\s*\"\s*\.(?:init_array|fini_array|pr
 _PTR_KEY_MAP = re.compile(
     r"(?<![\w$])(?:std::)?(?:unordered_map|map|unordered_set|set|unordered_multimap|multimap|flat_map|flat_set)\s*<\s*"
     r"(?:const\s+)?(?:(?:std::)?u?intptr_t\b|[\w:]+(?:\s*<[^<>;]*>)?\s*(?:const\s*)?\*|(?:std::)?(?:pair|tuple)\s*<[^<>;]*\*)")
-_STATIC_PTR = re.compile(r"\bstatic\s+(?:thread_local\s+)?(?:const\s+)?(?:void|char|float|double|half|__half|__nv_bfloat16|int|int8_t|uint8_t|int32_t|int64_t|uint32_t|u?intptr_t|[\w:]+)\s*(?:const\s*)?(\*?)\s*(\w+)\s*(?:=|;)")
+# `static T* name =` / `static uintptr_t last_ptr;` (type and name separated by '*' or spaces: no ambiguous split)
+_STATIC_PTR = re.compile(r"\bstatic\s+(?:thread_local\s+)?(?:const\s+)?[\w:]+(\s*\*\s*(?:const\s+)?|\s+)(\w+)\s*[=;]")
 _DATA_PTR = r"data_ptr\s*(?:<[^<>;()]*>)?\s*\(\s*\)"
 _PTR_COMPARE = re.compile(
     _DATA_PTR + r"\s*(?:==|!=)(?!\s*(?:nullptr|NULL|0)\b)"
@@ -277,14 +297,24 @@ def analyze_cpp(source: str, path: str) -> list[Finding]:
     return _analyze_cpp(source, path, 0)
 
 
+MAX_SOURCE_CHARS = 2_000_000
+
+
 def _analyze_cpp(source: str, path: str, line_offset: int) -> list[Finding]:
     out = Collector(path, line_offset)
-    src = _Source(source)
-    _check_includes(src, out)
-    _check_tokens(src, out)
-    _check_asm(src, out)
-    _check_blobs(src, out)
-    _check_regex_rules(src, out)
+    if len(source) > MAX_SOURCE_CHARS:
+        out.add("ANALYZER-LIMIT", 1, f"{len(source)} characters: too large to analyse (limit {MAX_SOURCE_CHARS})")
+        return out.sorted()
+    try:
+        src = _Source(source)
+        _check_includes(src, out)
+        _check_tokens(src, out)
+        _check_pasted_and_named(src, out)
+        _check_asm(src, out)
+        _check_blobs(src, out)
+        _check_regex_rules(src, out)
+    except Exception as error:  # fail closed: a file the analyser cannot read is not waved through
+        out.add("ANALYZER-LIMIT", 1, f"could not be analysed ({type(error).__name__}: {str(error)[:80]})")
     return out.sorted()
 
 
@@ -340,7 +370,10 @@ def _check_tokens(src: _Source, out: Collector) -> None:
             continue
         is_call = _CALL_AFTER.match(bare, end) is not None
         if form == "free":
-            if not is_call or qualifier not in (None, "", "std"):
+            if qualifier not in (None, "", "std"):
+                continue
+            # a call, a function pointer (&name, = name), or a macro that stands for the name
+            if not (is_call or _ADDRESS_BEFORE.search(bare, max(0, start - 8), start) or src.in_define(start)):
                 continue
         elif form == "std":
             if qualifier == "std":
@@ -354,6 +387,28 @@ def _check_tokens(src: _Source, out: Collector) -> None:
         if rule in ("CPP-FILE-WRITE", "CPP-FILE-READ") and form == "std":
             _check_stream_path(src, out, end, line)
         out.add(rule, line, f"{name}: {message}")
+
+
+def _check_pasted_and_named(src: _Source, out: Collector) -> None:
+    """Names built by token pasting (sy##stem) and distinctive API names held in strings (cuGetProcAddress("...")."""
+    if "##" in src.bare:
+        for match in _PASTE.finditer(src.bare):
+            name = match.group(1) + match.group(2)
+            spec = _T.get(name)
+            if spec is not None:
+                out.add(spec[0], src.line(match.start()), f"builds {name!r} by token pasting: {spec[2]}")
+    for start, _, content in src.strings:
+        if len(content) < 4 or len(content) > 64:
+            continue
+        spec = _T.get(content.strip())
+        if spec is None:
+            name = content.strip()
+            for prefix, prefix_spec in _PREFIXES:
+                if name.startswith(prefix) and _IDENT.fullmatch(name):
+                    spec = prefix_spec
+                    break
+        if spec is not None and spec[1] in ("any", "name"):
+            out.add(spec[0], src.line(start), f"names {content.strip()!r} in a string (looked up at run time): {spec[2]}")
 
 
 def _benign_precision(src: _Source, name: str, end: int) -> bool:
@@ -495,7 +550,7 @@ def _check_regex_rules(src: _Source, out: Collector) -> None:
         head = bare[start:match.start()]
         if re.search(r"\b(?:static|thread_local)\b", head) or _scope_depth(bare, match.start()) == 0:
             out.add("CPP-CACHE", src.line(match.start()), "a static or global container keyed on pointers: results can be reused across calls")
-    static_ptrs = {m.group(2) for m in (_STATIC_PTR.finditer(bare) if "static" in bare else ()) if m.group(1) or "ptr" in m.group(0)}
+    static_ptrs = {m.group(2) for m in (_STATIC_PTR.finditer(bare) if "static" in bare else ()) if "*" in m.group(1) or "ptr" in m.group(0)}
     for name in static_ptrs:
         for match in re.finditer(r"(?<![\w.>$])" + re.escape(name) + r"(?![\w$])", bare):
             after = _COMPARE_AFTER.match(bare, match.end())

@@ -32,6 +32,7 @@ RULES: dict[str, tuple[str, str]] = {
     "PY-DECODE": (REJECT, "decodes or unpacks embedded data (base64, binascii, zlib, bz2, lzma, gzip, marshal, pickle, codecs, bytes.fromhex)"),
     "PY-BLOB": (REJECT, "a literal holds a binary image (ELF/cubin/fatbin) raw, in base64, in hex or as a list of byte values"),
     "PY-OPAQUE": (WARN, "a long opaque literal (base64/hex text, binary bytes or a long byte list) with no recognisable header"),
+    "PY-ASM": (WARN, "inline PTX in a Triton kernel (tl.inline_asm_elementwise)"),
     "PY-EXEC": (REJECT, "runs code built at run time (exec, eval, compile, runpy)"),
     "PY-DYNAMIC": (REJECT, "dynamic import with a computed name, or computed attribute lookup on os/sys/builtins/importlib/... (defeats these checks)"),
     "PY-GETATTR": (WARN, "attribute lookup with a computed name on an imported module"),
@@ -131,13 +132,55 @@ _HEX_FULL = re.compile(r"[0-9a-fA-F]+")
 _TO_STD_B64 = str.maketrans("-_", "+/")
 
 
+# Whole headers (magic + the fields a loader checks next): what decoded or unscrambled data must show, so
+# that random bytes (decoded identifiers, case-flipped text: "\x7fELF" ^ 0x20 is "_elf") do not look like one.
+_STRICT_HEADER = re.compile(
+    rb"(?P<elf>\x7fELF[\x01\x02][\x01\x02]\x01)|(?P<fatbin>\x50\xed\x55\xba\x01\x00\x10\x00)|(?P<wrapper>\xb1\x43\x62\x46\x01\x00\x00\x00)")
+
+
+def strict_binary_kind(data: bytes) -> str | None:
+    """What binary image `data` contains, judged on whole headers (ELF ident, fatbin header, fatbin wrapper)."""
+    match = _STRICT_HEADER.search(data)
+    if match is None:
+        return None
+    return "an ELF image (cubin or shared object)" if match.lastgroup == "elf" else "a CUDA fatbin"
+
+
 def binary_kind(data: bytes) -> str | None:
-    """What binary image `data` contains, if any (anywhere in it)."""
+    """What binary image `data` contains, if any (anywhere in it): the 4-byte magic is enough."""
     if ELF_MAGIC in data:
         return "an ELF image (cubin or shared object)"
     for magic in FATBIN_MAGICS:
         if magic in data:
             return "a CUDA fatbin"
+    return None
+
+
+_MAGICS = (ELF_MAGIC, FATBIN_MAGICS[0], FATBIN_MAGICS[2])  # the ones whose whole header _STRICT_HEADER knows
+# (scrambled magic, how, key, inverse table), for every single-byte XOR and addition key
+_SCRAMBLED: list[tuple[bytes, str, int, bytes]] = []
+for _key in range(1, 256):
+    _xor = bytes(b ^ _key for b in range(256))
+    _add = bytes((b + _key) & 0xFF for b in range(256))
+    _sub = bytes((b - _key) & 0xFF for b in range(256))
+    for _magic in _MAGICS:
+        _SCRAMBLED.append((_magic.translate(_xor), "XOR", _key, _xor))
+        _SCRAMBLED.append((_magic.translate(_add), "an added constant", _key, _sub))
+
+
+def scrambled_kind(data: bytes, limit: int = 65536) -> str | None:
+    """A binary image hidden by a single-byte XOR or addition (every key tried on the first `limit` bytes):
+    the scrambled magic is looked for with bytes.find, and only its candidates are unscrambled and checked."""
+    head = data[:limit]
+    if len(head) < 64:
+        return None
+    for pattern, how, key, inverse in _SCRAMBLED:
+        at = head.find(pattern)
+        while at >= 0:
+            kind = strict_binary_kind(head[at:at + 8].translate(inverse))
+            if kind:
+                return f"{kind} scrambled with {how} (key 0x{key:02x})"
+            at = head.find(pattern, at + 1)
     return None
 
 
@@ -174,7 +217,7 @@ def text_blob(text: str) -> str | None:
                 data = binascii.a2b_base64(chars[start:start + usable])
             except (binascii.Error, ValueError):
                 continue
-            kind = binary_kind(data)
+            kind = strict_binary_kind(data)
             if kind:
                 return f"{kind} in base64"
     hexed = _HEX_NOISE.sub("", text)
@@ -184,7 +227,7 @@ def text_blob(text: str) -> str | None:
             usable = (len(digits) - start) // 2 * 2
             if usable < 8:
                 break
-            kind = binary_kind(bytes.fromhex(digits[start:start + usable]))
+            kind = strict_binary_kind(bytes.fromhex(digits[start:start + usable]))
             if kind:
                 return f"{kind} in hex"
     return None
@@ -210,6 +253,8 @@ def text_opaque(text: str) -> str | None:
 def bytes_opaque(data: bytes) -> str | None:
     if len(data) < 512:
         return None
+    if len(data) >= 4096:
+        return f"{len(data)} bytes"
     unprintable = sum(1 for b in data[:4096] if (b < 32 and b not in (9, 10, 13)) or b >= 127)
     if unprintable * 10 > min(len(data), 4096) * 3:
         return f"{len(data)} bytes of binary data"

@@ -6,9 +6,11 @@ parameters, definitions); a name then resolves to the dotted name of what it was
 (``import torch as t`` -> ``t`` is ``torch``; ``from os import system as s`` -> ``s`` is
 ``os.system``; ``m = importlib.import_module("socket")`` -> ``m`` is ``socket``). Calls of
 ``getattr(x, "c")``, ``__import__("c")``, ``importlib.import_module("c")``, ``vars(x)["c"]`` and
-``x.__dict__["c"]`` with constant (or constant-folded) names resolve too. Builtins resolve to
-``builtins.<name>`` unless the solution binds the name itself. A name bound to several things
-resolves to the first that resolves (so re-binding cannot hide an alias).
+``x.__dict__["c"]`` with constant (or constant-folded) names resolve too, and so do modules held in
+containers (``[time][0]``, ``{"t": time}["t"]``), class attributes (``class H: m = time`` ->
+``H.m``) and parameter defaults (``def f(m=time)``). Builtins resolve to ``builtins.<name>``
+unless the solution binds the name itself. A name bound to several things resolves to the first
+that resolves (so re-binding cannot hide an alias).
 
 The second pass walks every node with the rules below. Each finding is reported once per (rule, line).
 """
@@ -23,7 +25,8 @@ import sys
 
 from solbench.bench.guards._cpp import _analyze_cpp
 from solbench.bench.guards._model import (
-    Collector, Finding, SYSTEM_PATH, byte_sequence_kind, binary_kind, bytes_opaque, path_escape_reason, text_blob, text_opaque,
+    Collector, Finding, SYSTEM_PATH, byte_sequence_kind, binary_kind, bytes_opaque, path_escape_reason, scrambled_kind, text_blob,
+    text_opaque,
 )
 
 # --- what is banned, by dotted name -------------------------------------------------------------------
@@ -40,7 +43,8 @@ def _ban(rule: str, why: str, *names: str) -> None:
 _ban("PY-NET", "network access", "socket", "urllib", "urllib2", "urllib3", "http", "requests", "httpx", "aiohttp", "ftplib",
      "smtplib", "ssl", "websockets", "websocket", "poplib", "imaplib", "nntplib", "telnetlib", "xmlrpc", "socketserver",
      "asyncio.open_connection", "asyncio.start_server", "asyncio.open_unix_connection", "asyncio.start_unix_server",
-     "paramiko", "grpc", "zmq", "pycurl", "webbrowser", "smtpd", "asyncore", "torch.distributed")
+     "paramiko", "grpc", "zmq", "pycurl", "webbrowser", "smtpd", "asyncore", "torch.distributed", "torch.hub",
+     "torch.utils.model_zoo", "huggingface_hub", "fsspec", "gcsfs", "s3fs", "boto3", "botocore", "pip", "ensurepip")
 _ban("PY-PROC", "starts a process", "subprocess", "multiprocessing", "_posixsubprocess", "pty", "os.system", "os.popen",
      "os.fork", "os.forkpty", "os.posix_spawn", "os.posix_spawnp", "os.startfile", "os.register_at_fork",
      "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell", "pexpect", "sh", "plumbum", "_winapi")
@@ -51,7 +55,7 @@ _ban("PY-SIGNAL", "installs a signal handler, a timer or sends a signal", "signa
      "signal.sigwait", "signal.sigtimedwait", "os.kill", "os.killpg", "faulthandler.dump_traceback_later")
 _ban("PY-EXIT", "ends the worker process or hooks its end", "atexit", "os._exit", "os.abort", "sys.exit",
      "builtins.exit", "builtins.quit")
-_ban("PY-FFI", "foreign code", "ctypes", "_ctypes", "cffi", "_cffi_backend", "mmap", "torch.ops.load_library",
+_ban("PY-FFI", "foreign code", "ctypes", "_ctypes", "cffi", "_cffi_backend", "mmap", "numpy.ctypeslib", "torch.ops.load_library",
      "torch.classes.load_library", "importlib.machinery.ExtensionFileLoader", "_imp.create_dynamic", "_imp.load_dynamic")
 _ban("PY-DECODE", "decodes or unpacks embedded data", "base64", "binascii", "zlib", "bz2", "lzma", "gzip", "zipfile", "tarfile",
      "zipimport", "marshal", "pickle", "_pickle", "cPickle", "pickletools", "shelve", "dill", "cloudpickle", "codecs", "_codecs",
@@ -85,7 +89,7 @@ _ban("PY-FILE-WRITE", "writes, moves or deletes files", "shutil", "tempfile", "s
      "os.chroot", "os.write", "os.dup2", "os.fchmod", "os.fchown", "os.pwrite", "os.writev", "os.sendfile", "os.copy_file_range",
      "safetensors.torch.save_file", "safetensors.torch.save", "logging.FileHandler", "logging.handlers")
 
-_ALLOWED = {"multiprocessing.cpu_count", "http.HTTPStatus", "torch.cuda.profiler.nvtx"}
+_ALLOWED = {"multiprocessing.cpu_count", "http.HTTPStatus"}
 _OS_PROCESS = re.compile(r"(?:exec|spawn)\w*|fork\w*|popen\w*|system")
 _LOADER_NAMES = {"cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModuleLoadFatBinary", "cuLibraryLoadData",
                  "cuLibraryLoadFromFile", "cudaLibraryLoadData", "cudaLibraryLoadFromFile", "load_binary", "cuLinkAddData",
@@ -136,6 +140,12 @@ _KNOWN_LIBRARIES = {"torch", "triton", "numpy", "cutlass", "cuda", "cupy", "jax"
                     "cudnn", "nvmath", "pycuda", "numba", "safetensors", "transformers", "apex", "xformers", "flash_attn",
                     "deep_gemm", "vllm", "sgl_kernel", "liger_kernel", "quack", "solbench", "cuda_python", "nvidia", "cupti",
                     "pynvml", "scipy", "tvm", "thunderkittens", "helion", "torchao"}
+_SCOPED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_PATH_CONSTANTS = {"os.sep": "/", "os.path.sep": "/", "os.altsep": "/", "os.path.altsep": "/", "os.curdir": ".",
+                   "os.path.curdir": ".", "os.pardir": "..", "os.path.pardir": "..", "os.extsep": "."}
+# builtins and operator functions that write attributes or items: passed as values (functools.partial, map), they patch
+_WRITERS = {"builtins.setattr", "builtins.delattr", "builtins.object.__setattr__", "builtins.object.__delattr__",
+            "builtins.type.__setattr__", "operator.setitem", "operator.delitem", "operator.__setitem__", "operator.__delitem__"}
 _CACHE_DECORATORS = {"functools.lru_cache", "functools.cache"}
 _DYNAMIC_IMPORTS = {"builtins.__import__", "importlib.import_module", "importlib.__import__", "importlib.util.find_spec"}
 
@@ -157,11 +167,10 @@ def _normalise(dotted: str) -> str:
 
 def _match(dotted: str) -> tuple[str, str] | None:
     parts = dotted.split(".")
-    prefix = ""
-    for index, part in enumerate(parts):
-        prefix = part if index == 0 else prefix + "." + part
-        if prefix in _ALLOWED:
-            return None
+    prefixes = [".".join(parts[: index + 1]) for index in range(len(parts))]
+    if any(prefix in _ALLOWED for prefix in prefixes):
+        return None
+    for index, (part, prefix) in enumerate(zip(parts, prefixes)):
         hit = _BANS.get(prefix)
         if hit:
             return hit
@@ -204,7 +213,14 @@ def analyze_python(source: str, path: str) -> list[Finding]:
     return _analyze_python(source, path, frozenset())
 
 
+MAX_SOURCE_CHARS = 2_000_000
+
+
 def _analyze_python(source: str, path: str, own_paths: frozenset[str]) -> list[Finding]:
+    if len(source) > MAX_SOURCE_CHARS:
+        out = Collector(path)
+        out.add("ANALYZER-LIMIT", 1, f"{len(source)} characters: too large to analyse (limit {MAX_SOURCE_CHARS})")
+        return out.sorted()
     try:
         tree = ast.parse(source, filename=path)
     except (SyntaxError, ValueError):
@@ -215,7 +231,7 @@ def _analyze_python(source: str, path: str, own_paths: frozenset[str]) -> list[F
         return out.sorted()
     try:
         return _Analyzer(tree, path, own_paths).run()
-    except (_Unanalyzable, RecursionError) as error:
+    except Exception as error:  # fail closed: a file the analyser cannot read is not waved through
         out = Collector(path)
         out.add("ANALYZER-LIMIT", 1, f"could not be analysed ({type(error).__name__}: {str(error)[:80]})")
         return out.sorted()
@@ -249,63 +265,25 @@ class _Analyzer:
     def _bind_all(self) -> None:
         stack: list[tuple[ast.AST, _Scope, ast.AST | None]] = [(self.tree, self.module, None)]
         functions: list[_Scope] = []
+        order = self.order = []  # every node, in source order (earlier aliases resolve first and are cached)
         push = stack.append
+        record = order.append
+        AST = ast.AST
         while stack:
             node, scope, parent = stack.pop()
             node._sbp = parent  # type: ignore[attr-defined]
             node._sbs = scope  # type: ignore[attr-defined]
+            record(node)
             kind = type(node)
             if kind is ast.Name:
                 if isinstance(node.ctx, ast.Store):
                     scope.bind(node.id, _LOCAL)
                 continue
-            if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
-                if kind is not ast.Lambda:
-                    scope.bind(node.name, _LOCAL)
-                    for item in node.decorator_list:
-                        push((item, scope, node))
-                    if node.returns is not None:
-                        push((node.returns, scope, node))
-                inner = _Scope("function", scope, node)
-                functions.append(inner)
-                node._sb_inner = inner  # type: ignore[attr-defined]
-                args = node.args
-                args._sbp, args._sbs = node, inner  # type: ignore[attr-defined]
-                for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
-                    if arg is None:
-                        continue
-                    arg._sbp, arg._sbs = args, inner  # type: ignore[attr-defined]
-                    inner.bind(arg.arg, _LOCAL)
-                    if arg.annotation is not None:
-                        push((arg.annotation, scope, arg))
-                for default in (*args.defaults, *args.kw_defaults):
-                    if default is not None:
-                        push((default, scope, args))
-                body = node.body if kind is not ast.Lambda else [node.body]
-                for item in body:
-                    push((item, inner, node))
-                continue
-            if kind is ast.ClassDef:
-                scope.bind(node.name, _LOCAL)
-                for item in (*node.decorator_list, *node.bases, *node.keywords):
-                    push((item, scope, node))
-                inner = _Scope("class", scope, node)
-                node._sb_inner = inner  # type: ignore[attr-defined]
-                for item in node.body:
-                    push((item, inner, node))
-                continue
-            if kind in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
-                inner = _Scope("comp", scope, node)
-                for index, gen in enumerate(node.generators):
-                    gen._sbp, gen._sbs = node, inner  # type: ignore[attr-defined]
-                    push((gen.target, inner, gen))
-                    push((gen.iter, scope if index == 0 else inner, gen))
-                    for cond in gen.ifs:
-                        push((cond, inner, gen))
-                for field in ("elt", "key", "value"):
-                    child = getattr(node, field, None)
-                    if child is not None:
-                        push((child, inner, node))
+            if kind in _SCOPED:
+                # these push their children themselves (in their own scopes); popped in source order
+                mark = len(stack)
+                self._bind_scoped(node, kind, scope, functions, push)
+                stack[mark:] = stack[mark:][::-1]
                 continue
             if kind is ast.Import:
                 for alias in node.names:
@@ -353,8 +331,19 @@ class _Analyzer:
             elif kind is ast.MatchMapping:
                 if node.rest:
                     scope.bind(node.rest, _LOCAL)
-            for child in ast.iter_child_nodes(node):
-                push((child, scope, node))
+            children = []
+            for field in node._fields:
+                if field == "ctx":
+                    continue
+                value = getattr(node, field, None)
+                if value.__class__ is list:
+                    for item in value:
+                        if isinstance(item, AST):
+                            children.append((item, scope, node))
+                elif isinstance(value, AST):
+                    children.append((value, scope, node))
+            children.reverse()
+            stack.extend(children)
         # `global x` / `nonlocal x` move the function's bindings of x to where x lives
         for scope in functions:
             for name in scope.globals:
@@ -366,6 +355,63 @@ class _Analyzer:
                     target = target.parent
                 for binding in scope.bindings.pop(name, []):
                     (target or self.module).bind(name, binding)
+
+    def _bind_scoped(self, node, kind, scope: _Scope, functions: list[_Scope], push) -> None:
+        if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
+            if kind is not ast.Lambda:
+                scope.bind(node.name, _LOCAL)
+                for item in node.decorator_list:
+                    push((item, scope, node))
+                if node.returns is not None:
+                    push((node.returns, scope, node))
+            inner = _Scope("function", scope, node)
+            functions.append(inner)
+            node._sb_inner = inner  # type: ignore[attr-defined]
+            args = node.args
+            args._sbp, args._sbs = node, inner  # type: ignore[attr-defined]
+            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                if arg is None:
+                    continue
+                arg._sbp, arg._sbs = args, inner  # type: ignore[attr-defined]
+                inner.bind(arg.arg, _LOCAL)
+                if arg.annotation is not None:
+                    push((arg.annotation, scope, arg))
+            for default in (*args.defaults, *args.kw_defaults):
+                if default is not None:
+                    push((default, scope, args))
+            # a parameter with a default may be that default (`def f(m=time): m.perf_counter = ...`)
+            positional = [*args.posonlyargs, *args.args]
+            for arg, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
+                inner.bind(arg.arg, ("expr", default, scope))
+            for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+                if default is not None:
+                    inner.bind(arg.arg, ("expr", default, scope))
+            body = node.body if kind is not ast.Lambda else [node.body]
+            for item in body:
+                push((item, inner, node))
+            return
+        if kind is ast.ClassDef:
+            scope.bind(node.name, ("class", node))
+            for item in (*node.decorator_list, *node.bases, *node.keywords):
+                push((item, scope, node))
+            inner = _Scope("class", scope, node)
+            node._sb_inner = inner  # type: ignore[attr-defined]
+            for item in node.body:
+                push((item, inner, node))
+            return
+        if kind in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
+            inner = _Scope("comp", scope, node)
+            for index, gen in enumerate(node.generators):
+                gen._sbp, gen._sbs = node, inner  # type: ignore[attr-defined]
+                push((gen.target, inner, gen))
+                push((gen.iter, scope if index == 0 else inner, gen))
+                for cond in gen.ifs:
+                    push((cond, inner, gen))
+            for field in ("elt", "key", "value"):
+                child = getattr(node, field, None)
+                if child is not None:
+                    push((child, inner, node))
+            return
 
     def _import_binding(self, dotted: str) -> tuple:
         if dotted.split(".")[0] in self.own_modules and not _match(dotted):
@@ -472,16 +518,46 @@ class _Analyzer:
         else:
             base = self._qbase(current)
             cache[id(current)] = base
-        for attribute in reversed(chain):
+        chain.reverse()
+        if base is None and chain and type(current) is ast.Name:
+            # `Holder.mod` where `class Holder: mod = time`: the class attribute's value
+            base = self._class_attribute(current, chain[0].attr)
+            cache[id(chain[0])] = base
+            chain = chain[1:]
+        for attribute in chain:
             base = None if base is None else base + "." + attribute.attr
             cache[id(attribute)] = base
         return cache[key]
+
+    def _class_attribute(self, name: ast.Name, attr: str) -> str | None:
+        found = self.lookup(name.id, name._sbs)  # type: ignore[attr-defined]
+        if not found:
+            return None
+        for binding in found[1]:
+            if binding[0] == "class":
+                inner = binding[1]._sb_inner
+                for value in inner.bindings.get(attr, ()):
+                    if value[0] == "expr":
+                        self._enter()
+                        try:
+                            result = self.qualname(value[1])
+                        finally:
+                            self._depth -= 1
+                        if result is not None:
+                            return result
+        return None
 
     def _qbase(self, node: ast.AST) -> str | None:
         kind = type(node)
         if kind is ast.Name:
             return self.resolve_name(node.id, node._sbs)  # type: ignore[attr-defined]
         if kind is ast.Call:
+            if type(node.func) is ast.Call and node.args and len(node.func.args) == 1:
+                maker = self.qualname(node.func.func)
+                if maker == "operator.attrgetter":
+                    base = self.qualname(node.args[0])
+                    attr = self.fold(node.func.args[0])
+                    return None if base is None or attr is None else base + "." + attr
             func = self.qualname(node.func)
             if func in _DYNAMIC_IMPORTS and node.args:
                 name = self.fold(node.args[0])
@@ -506,6 +582,13 @@ class _Analyzer:
                 return None
             return None
         if kind is ast.Subscript:
+            element = self._element(node)
+            if element is not None:
+                self._enter()
+                try:
+                    return self.qualname(element)
+                finally:
+                    self._depth -= 1
             base = self.qualname(node.value)
             if base is None:
                 return None
@@ -525,6 +608,23 @@ class _Analyzer:
             return None
         if kind is ast.Attribute:  # pragma: no cover - handled by qualname
             return self.qualname(node)
+        return None
+
+    def _element(self, node: ast.Subscript) -> ast.AST | None:
+        """The element a constant subscript picks from a list/tuple/dict literal (directly or through a name)."""
+        container = node.value
+        if type(container) is ast.Name:
+            container = self.value_of(container)
+        if type(node.slice) is not ast.Constant:
+            return None
+        key = node.slice.value
+        if type(container) in (ast.List, ast.Tuple) and isinstance(key, int) and not isinstance(key, bool):
+            if -len(container.elts) <= key < len(container.elts) and type(container.elts[key]) is not ast.Starred:
+                return container.elts[key]
+        elif type(container) is ast.Dict:
+            for dict_key, value in zip(container.keys, container.values):
+                if type(dict_key) is ast.Constant and dict_key.value == key:
+                    return value
         return None
 
     def fold(self, node: ast.AST | None, depth: int = 0) -> str | None:
@@ -567,6 +667,8 @@ class _Analyzer:
         if kind is ast.Name:
             value = self.value_of(node)
             return self.fold(value, depth + 1) if value is not None else None
+        if kind is ast.Attribute:
+            return _PATH_CONSTANTS.get(self.qualname(node) or "")
         if kind is ast.Subscript and type(node.slice) is ast.Slice:
             text = self.fold(node.value, depth + 1)
             if text is None:
@@ -617,6 +719,11 @@ class _Analyzer:
                             return None
                     return None
             name = self.qualname(func)
+            if name in ("builtins.bytes", "builtins.bytearray") and len(node.args) == 1 and type(node.args[0]) in (ast.List, ast.Tuple):
+                values = [item.value for item in node.args[0].elts if type(item) is ast.Constant and isinstance(item.value, int)]
+                if len(values) == len(node.args[0].elts) and all(0 <= v < 256 for v in values):
+                    return bytes(values).decode("latin-1")
+                return None
             if name in ("builtins.str", "builtins.bytes") and len(node.args) == 1:
                 return self.fold(node.args[0], depth + 1)
             if name == "builtins.chr" and len(node.args) == 1 and type(node.args[0]) is ast.Constant and isinstance(node.args[0].value, int):
@@ -642,9 +749,9 @@ class _Analyzer:
             ast.Delete: self._on_assign, ast.Raise: self._on_raise, ast.Constant: self._on_constant,
             ast.JoinedStr: self._on_constant, ast.List: self._on_sequence, ast.Tuple: self._on_sequence,
             ast.Set: self._on_sequence, ast.FunctionDef: self._on_function, ast.AsyncFunctionDef: self._on_function,
-            ast.Compare: self._on_compare,
+            ast.Compare: self._on_compare, ast.BinOp: self._on_binop,
         }
-        for node in ast.walk(self.tree):
+        for node in self.order:
             handler = handlers.get(type(node))
             if handler is not None:
                 handler(node)
@@ -670,11 +777,8 @@ class _Analyzer:
         if node.level or not node.module:
             return
         module = _normalise(node.module)
-        self._ban_check(module, node, "imports")
-        for alias in node.names:
-            if alias.name == "*":
-                continue
-            self._ban_check(module + "." + alias.name, node, "imports")
+        for alias in node.names:  # `from m import x` is judged by m.x (m.cpu_count may be fine where m is not)
+            self._ban_check(module if alias.name == "*" else module + "." + alias.name, node, "imports")
 
     # names and attributes
 
@@ -686,6 +790,18 @@ class _Analyzer:
             return
         self._ban_check(dotted, node, "uses")
         self._special_objects(dotted, node)
+        self._writer_as_value(dotted, node)
+
+    def _writer_as_value(self, dotted: str, node: ast.AST) -> None:
+        """setattr/operator.setitem handed to functools.partial, map, ...: a write these checks cannot follow."""
+        if dotted not in _WRITERS:
+            return
+        parent = node._sbp  # type: ignore[attr-defined]
+        if type(parent) is ast.Call and parent.func is node:
+            return
+        if type(parent) is ast.Attribute:  # object.__setattr__ is judged on the Attribute node
+            return
+        self.add("PY-PATCH", node, f"{dotted} passed as a value (functools.partial, map, ...): an attribute or item write that cannot be followed")
 
     def _on_attribute(self, node: ast.Attribute) -> None:
         if node.attr in _FRAME_ATTRS and isinstance(node.ctx, ast.Load):
@@ -697,6 +813,7 @@ class _Analyzer:
             return
         self._ban_check(dotted, node, "uses")
         self._special_objects(dotted, node)
+        self._writer_as_value(dotted, node)
 
     def _special_objects(self, dotted: str, node: ast.AST) -> None:
         """os.environ and sys.path: what is done with them decides the rule."""
@@ -725,7 +842,22 @@ class _Analyzer:
 
     # calls
 
+    def _folded_path(self, node: ast.AST) -> None:
+        """A system path assembled at run time ("/".join, os.sep.join, "/" + "proc", chr(...))."""
+        parent = node._sbp  # type: ignore[attr-defined]
+        if type(parent) in (ast.BinOp, ast.JoinedStr):
+            return  # judged on the outermost expression
+        text = self.fold(node)
+        if text is not None and SYSTEM_PATH.fullmatch(text):
+            self.add("PY-PATH-ESCAPE", node, f"builds the system path {text[:60]!r}: outside the solution")
+
+    def _on_binop(self, node: ast.BinOp) -> None:
+        if isinstance(node.op, ast.Add):
+            self._folded_path(node)
+
     def _on_call(self, node: ast.Call) -> None:
+        if type(node.func) is ast.Attribute and node.func.attr in ("join", "format", "replace", "decode"):
+            self._folded_path(node)
         func = self.qualname(node.func)
         resolved = self.qualname(node)
         if resolved is not None and resolved != func:
@@ -780,8 +912,8 @@ class _Analyzer:
         if base is None:
             if name is not None and name in _IDENTITY_ATTRS and short in ("setattr", "__setattr__"):
                 self.add("PY-PATCH", node, f"{short}(..., {name!r}, ...): changes what an object is")
-            elif type(target) is ast.Call and self.qualname(target.func) == "builtins.type":
-                self.add("PY-PATCH", node, f"{short}(type(...), ...): patches the class of an object it did not define")
+            elif self._reaches_class(target):
+                self.add("PY-PATCH", node, f"{short}(<class of an object>, ...): patches a class it did not define")
             return
         value = node.args[2] if len(node.args) > 2 else None
         self._store(f"{base}.{name if name is not None else '<computed>'}", node, value, "deletes" if "del" in short else "sets")
@@ -801,6 +933,11 @@ class _Analyzer:
         elif func in _READ_FUNCS:
             index, keyword = _READ_FUNCS[func]
             self._file_access(node, self._arg(node, index, keyword), write=False, what=func)
+            unpickle = {"torch.load": "weights_only", "numpy.load": "allow_pickle"}.get(func)
+            if unpickle is not None:
+                flag = next((k.value for k in node.keywords if k.arg == unpickle), None)
+                if flag is not None and (unpickle == "weights_only") == _is_false(flag):
+                    self.add("PY-DECODE", node, f"{func}({unpickle}={ast.unparse(flag)}): unpickles arbitrary objects, which runs code")
         elif func in _PATH_WRITE_FUNCS:
             index, keyword = _PATH_WRITE_FUNCS[func]
             path = self._arg(node, index, keyword)
@@ -814,6 +951,10 @@ class _Analyzer:
             arg = self._arg(node, 0, None)
             if not _is_false(arg):
                 self.add("PY-PRECISION", node, f"{func}: flips a global precision flag")
+        elif func.endswith(".inline_asm_elementwise") and func.startswith("triton"):
+            text = self.fold(self._arg(node, 0, "asm")) or ""
+            summary = " ".join(text.split())[:60]
+            self.add("PY-ASM", node, f"inline PTX through {func}: {summary!r}; reviewed by hand")
         elif func in ("torch.backends.cudnn.flags", "torch.backends.cuda.sdp_kernel"):
             for keyword in node.keywords:
                 if keyword.arg == "allow_tf32" and not _is_false(keyword.value):
@@ -832,6 +973,21 @@ class _Analyzer:
                     self.add("PY-PATH-ESCAPE", node, f"{func}(build_directory=...) with {info[3]}")
         elif func in _CACHE_DECORATORS and args:
             self._cached_by_call(node, args[0])
+        elif func in ("operator.setitem", "operator.delitem", "operator.__setitem__", "operator.__delitem__") and len(args) >= 2:
+            base = self.qualname(args[0])
+            if base is not None:
+                key = self.fold(args[1])
+                value = args[2] if len(args) > 2 else None
+                verb = "deletes" if "del" in func else "sets"
+                if base.endswith(".__dict__"):
+                    self._store(base[: -len(".__dict__")] + "." + (key or "<computed>"), node, value, verb)
+                elif base != "<globals>":
+                    self._store(base + "[" + (repr(key) if key is not None else "...") + "]", node, value, verb)
+        elif func == "numpy.memmap":
+            mode = self._arg(node, 2, "mode")
+            mode_text = "r+" if mode is None else self.fold(mode)  # numpy's default mode is r+ (read-write)
+            write = mode_text not in ("r", "readonly", "c", "copyonwrite")
+            self._file_access(node, self._arg(node, 0, "filename"), write=write, what=f"numpy.memmap(mode={mode_text!r})")
 
     def _cached_by_call(self, node: ast.Call, wrapped: ast.AST) -> None:
         """functools.cache(fn) / functools.lru_cache(maxsize=None)(fn): the call form of the decorator."""
@@ -847,6 +1003,8 @@ class _Analyzer:
 
     def _method_rules(self, node: ast.Call, func: ast.Attribute) -> None:
         name = func.attr
+        if name in ("run_in_executor", "set_default_executor"):
+            self.add("PY-THREAD", node, f".{name}(): runs work on an executor's threads, which can outlive the call")
         if name in ("read_text", "read_bytes"):
             self._file_access(node, func.value, write=False, what=f".{name}()")
         elif name in ("write_text", "write_bytes", "symlink_to", "hardlink_to", "tofile"):
@@ -885,6 +1043,10 @@ class _Analyzer:
         if node is None or depth > 30:
             return nothing
         kind = type(node)
+        if kind in (ast.Call, ast.BinOp, ast.Attribute, ast.JoinedStr):
+            folded = self.fold(node)
+            if folded is not None:  # a path assembled from constants at run time ("/".join, os.sep, chr, ...)
+                node, kind = ast.Constant(folded), ast.Constant
         if kind is ast.Constant:
             if not isinstance(node.value, (str, bytes)):
                 return nothing
@@ -1070,8 +1232,25 @@ class _Analyzer:
             return
         if target.attr in _IDENTITY_ATTRS and not (target.attr == "__dict__" and type(target.value) is ast.Name and target.value.id == "self"):
             self.add("PY-PATCH", target, f"{verb} .{target.attr}: changes what an object is or how a function behaves")
-        elif type(target.value) is ast.Call and self.qualname(target.value.func) == "builtins.type":
-            self.add("PY-PATCH", target, f"{verb} type(...).{target.attr}: patches the class of an object it did not define")
+        elif self._reaches_class(target.value):
+            self.add("PY-PATCH", target, f"{verb} .{target.attr} on the class of an object (type(x), x.__class__): patches a class it did not define")
+
+    def _reaches_class(self, node: ast.AST) -> bool:
+        """Whether the expression goes through type(x), x.__class__, __base__/__bases__/__mro__ (a class not defined here)."""
+        current = node
+        for _ in range(64):
+            kind = type(current)
+            if kind is ast.Attribute:
+                if current.attr in ("__class__", "__base__", "__bases__", "__mro__"):
+                    return True
+                current = current.value
+            elif kind is ast.Subscript:
+                current = current.value
+            elif kind is ast.Call:
+                return self.qualname(current.func) == "builtins.type" and len(current.args) == 1
+            else:
+                return False
+        return False
 
     def _store(self, dotted: str, node: ast.AST, value: ast.AST | None, verb: str) -> None:
         """A write to `dotted`, an attribute (or item) of a module, class or builtin that the solution did not define."""
@@ -1128,7 +1307,7 @@ class _Analyzer:
                     return
                 text = value.decode("latin-1")
                 if len(value) >= 16:
-                    kind = text_blob(text)
+                    kind = text_blob(text) or scrambled_kind(value)
                     if kind:
                         self.add("PY-BLOB", node, f"a bytes literal holds {kind}: foreign code")
                         return
@@ -1146,7 +1325,7 @@ class _Analyzer:
             text = value
         if len(text) < 4:
             return
-        kind = text_blob(text)
+        kind = text_blob(text) or (scrambled_kind(text.encode("latin-1", "ignore")) if len(text) >= 256 else None)
         if kind:
             self.add("PY-BLOB", node, f"a string literal holds {kind}: foreign code")
             return
@@ -1342,7 +1521,7 @@ def _is_false(node: ast.AST | None) -> bool:
 _READ_FUNCS: dict[str, tuple[int, str | None]] = {
     "os.listdir": (0, "path"), "os.scandir": (0, "path"), "os.walk": (0, "top"), "os.fwalk": (0, "top"),
     "glob.glob": (0, "pathname"), "glob.iglob": (0, "pathname"), "torch.load": (0, "f"), "numpy.load": (0, "file"),
-    "numpy.fromfile": (0, "file"), "numpy.loadtxt": (0, "fname"), "numpy.genfromtxt": (0, "fname"), "numpy.memmap": (0, "filename"),
+    "numpy.fromfile": (0, "file"), "numpy.loadtxt": (0, "fname"), "numpy.genfromtxt": (0, "fname"),
     "safetensors.torch.load_file": (0, "filename"), "safetensors.safe_open": (0, "filename"), "safetensors.numpy.load_file": (0, "filename"),
     "importlib.util.spec_from_file_location": (1, "location"), "importlib.machinery.SourceFileLoader": (1, "path"),
     "importlib.machinery.SourcelessFileLoader": (1, "path"), "linecache.getline": (0, "filename"), "linecache.getlines": (0, "filename"),
