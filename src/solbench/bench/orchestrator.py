@@ -207,6 +207,8 @@ class EvaluationRun:
                                       paths={name: self.session.new_path(f"sol-{name}") for name in self.problem.definition.outputs}, group=group)
             self._to_release["reference"].append(group)
             self._to_release["solution"].append(group)
+            if not isinstance(answer.get("devices"), dict) or not isinstance(answer.get("outputs"), dict):
+                raise _Outcome(Status.RUNTIME_ERROR, "the solution worker's answer is malformed (a forged or out-of-order message?)")
             for name, where in answer["devices"].items():
                 if where is not None and _device_type(where) != _device_type(self.device):
                     raise _Outcome(Status.RUNTIME_ERROR, f"output {name!r} is on {where}, expected {self.device} (outputs are never moved for the solution)")
@@ -237,8 +239,11 @@ class EvaluationRun:
                       "budget_s": options.budget_s, "target_spread": options.target_spread, "timer": options.timer,
                       "input_sets": input_sets, "outputs": self._output_specs(workload)}
         timed = self._ask_worker("time", deadline, dps=self.solution.spec.destination_passing_style, **parameters)
-        log += timed.get("notes", [])
-        samples = Samples(timed["method"], timed["times_ms"])
+        times = timed.get("times_ms")
+        if not isinstance(times, list) or not times or not all(isinstance(t, (int, float)) and not isinstance(t, bool) and t >= 0 for t in times):
+            raise _Outcome(Status.RUNTIME_ERROR, "the solution worker's timing answer is malformed (a forged or out-of-order message?)")
+        log += [str(note) for note in timed.get("notes", [])][:20]
+        samples = Samples(str(timed.get("method", "unknown")), [float(t) for t in times])
         performance = Performance(
             latency_ms=samples.median_ms, latency_iqr_ms=samples.iqr_ms, timing_method=samples.method, iterations=len(samples.times_ms),
         )
