@@ -46,7 +46,7 @@ def analyze_paths(paths: Iterable[Path], hardware: HardwareSpec, policy: str = "
                 continue
             problem = loaded.problem
             if workloads:
-                chosen = [w for w in problem.workloads if any(w.uuid == u or (len(u) >= 6 and w.uuid.startswith(u)) for u in workloads)]
+                chosen = [w for w in (_find(problem, u) for u in workloads) if w is not None]
             else:
                 chosen = problem.workloads
             jobs += [(problem, w) for w in chosen]
@@ -61,6 +61,14 @@ def analyze_paths(paths: Iterable[Path], hardware: HardwareSpec, policy: str = "
                 failures.append(Issue(f"cannot analyse workload {workload.uuid[:8]}: {type(exc).__name__}: {message}", problem.source))
             advance()
     return results, failures
+
+
+def _find(problem: Problem, uuid: str) -> Workload | None:
+    """The problem's workload with this uuid or unique prefix (Problem.workload's rules), if any."""
+    try:
+        return problem.workload(uuid)
+    except KeyError:
+        return None
 
 
 class _progress:
