@@ -5,6 +5,12 @@ For a cuBLAS bf16 GEMM and a memory-bound kernel (fp32 x * 2) at 10 sizes from a
 own worker processes) and compares each median with `ncu --clock-control none` gpu__time_duration
 of the same call (ncu flushes caches before each kernel, as the harness flushes L2).
 
+ncu's gpu__time_duration window is wider than the span of CUPTI's kernel records: on an H200 a
+1024-element kernel reads 1.1 us in the harness and 1.7 us (ncu --cache-control none) or 2.2 us
+(--cache-control all) in ncu (benchmarks/ncu_offset_probe.py). That fixed offset is measured in the
+same run, on such a near-empty kernel with both tools, and the table shows the comparison both raw
+and with ncu's number less the offset ("vs ncu-offset"); the limits are checked on the latter.
+
     python benchmarks/timing_vs_ncu.py [--json out.json] [--kinds gemm,memory]
     (internal) python benchmarks/timing_vs_ncu.py --ncu-target KIND SIZE CALLS
 """
@@ -46,11 +52,15 @@ def problem_and_solution(kind: str, size: int):
     return problem, inline_solution(f"{kind}-torch", problem.name, "pytorch", "k.py::call", {"k.py": source})
 
 
+LAUNCH_GATE = False
+
+
 def harness_ms(kind: str, size: int, cache: Path) -> tuple[float, float, str]:
     from solbench.bench.orchestrator import EvalOptions, evaluate
 
     problem, solution = problem_and_solution(kind, size)
-    options = EvalOptions(device="cuda", trials=1, min_iterations=30, max_iterations=300, budget_s=4.0, timing_pool=2, cache_root=cache, seed=size)
+    options = EvalOptions(device="cuda", trials=1, min_iterations=30, max_iterations=300, budget_s=4.0, cache_root=cache, seed=size,
+                          launch_gate=LAUNCH_GATE)
     (trace,) = evaluate(problem, solution, options)
     if trace.evaluation.status.value != "PASSED":
         raise RuntimeError(f"{kind} {size}: {trace.evaluation.status.value}: {trace.evaluation.log[:500]}")
@@ -109,13 +119,20 @@ def main() -> None:
     parser.add_argument("--kinds", default="gemm,memory")
     parser.add_argument("--sizes", help="indices of the sizes to run, e.g. 0,1,4 (default: all 10)")
     parser.add_argument("--ncu-target", nargs=3)
+    parser.add_argument("--launch-gate", action="store_true", help="time with the launch gate (EvalOptions.launch_gate)")
     args = parser.parse_args()
+    global LAUNCH_GATE
+    LAUNCH_GATE = args.launch_gate
     if args.ncu_target:
         kind, size, calls = args.ncu_target
         ncu_target(kind, int(size), int(calls))
         return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        empty_harness, _, _ = harness_ms("memory", 1024, Path(tmp))
+        empty_ncu = ncu_ms("memory", 1024)
+        offset = empty_ncu - empty_harness
+        print(f"near-empty kernel (1024 elements): harness {empty_harness * 1e3:.3f} us, ncu {empty_ncu * 1e3:.3f} us: offset {offset * 1e3:.3f} us", flush=True)
         for kind in args.kinds.split(","):
             sizes = GEMM_SIZES if kind == "gemm" else MEMORY_SIZES
             if args.sizes:
@@ -125,19 +142,20 @@ def main() -> None:
                 second, _, _ = harness_ms(kind, size, Path(tmp))
                 reference = ncu_ms(kind, size)
                 row = {"kind": kind, "size": size, "run1_ms": first, "run1_iqr_ms": first_iqr, "run2_ms": second, "ncu_ms": reference,
-                       "vs_ncu": first / reference - 1, "run_to_run": abs(second / first - 1), "method": method}
+                       "ncu_offset_ms": offset, "vs_ncu_raw": first / reference - 1, "vs_ncu": first / (reference - offset) - 1,
+                       "run_to_run": abs(second / first - 1), "method": method}
                 rows.append(row)
                 print(f"{kind:6} {size:>11}  harness {first:9.4f} ms (IQR {first_iqr:.4f})  again {second:9.4f}  ncu {reference:9.4f}"
-                      f"  vs ncu {row['vs_ncu']:+6.2%}  run-to-run {row['run_to_run']:5.2%}  [{method}]", flush=True)
+                      f"  raw {row['vs_ncu_raw']:+6.2%}  vs ncu-offset {row['vs_ncu']:+6.2%}  run-to-run {row['run_to_run']:5.2%}  [{method}]", flush=True)
     print()
-    print(f"{'kind':6} {'size':>11} {'harness ms':>11} {'ncu ms':>10} {'vs ncu':>8} {'2nd run':>8}  within limits")
+    print(f"{'kind':6} {'size':>11} {'harness ms':>11} {'ncu ms':>10} {'raw':>8} {'vs ncu-offset':>14} {'2nd run':>8}  within limits")
     failures = 0
     for row in rows:
         run_limit = 0.01 if row["run1_ms"] >= 0.05 else 0.03
         ok = abs(row["vs_ncu"]) <= 0.03 and row["run_to_run"] <= run_limit
         failures += not ok
-        print(f"{row['kind']:6} {row['size']:>11} {row['run1_ms']:11.4f} {row['ncu_ms']:10.4f} {row['vs_ncu']:+8.2%} {row['run_to_run']:8.2%}  {'yes' if ok else 'NO'}")
-    print(f"{len(rows) - failures} of {len(rows)} within 3% of ncu and within the run-to-run limits (1% at >= 50 us, 3% below)")
+        print(f"{row['kind']:6} {row['size']:>11} {row['run1_ms']:11.4f} {row['ncu_ms']:10.4f} {row['vs_ncu_raw']:+8.2%} {row['vs_ncu']:+14.2%} {row['run_to_run']:8.2%}  {'yes' if ok else 'NO'}")
+    print(f"{len(rows) - failures} of {len(rows)} within 3% of ncu (less its fixed offset) and within the run-to-run limits (1% at >= 50 us, 3% below)")
     if args.json_path:
         Path(args.json_path).write_text(json.dumps(rows, indent=1))
 

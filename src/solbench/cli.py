@@ -206,6 +206,19 @@ TimeoutOption = Annotated[float, typer.Option("--timeout", help="Seconds per wor
 CompileTimeoutOption = Annotated[float, typer.Option("--compile-timeout", help="Seconds for building the solution.")]
 SeedOption = Annotated[Optional[int], typer.Option(help="Input seed (default: a fresh random one, recorded in the traces).")]
 OutputOption = Annotated[Optional[Path], typer.Option("--output", "-o", help="Append traces to this JSONL file as each is known.")]
+SandboxOption = Annotated[str, typer.Option("--sandbox", help="OS sandbox of the solution worker: auto (bubblewrap where it works, else a weaker fallback), bwrap (required) or none.")]
+
+
+def _sandbox_mode(mode: str) -> str:
+    """The --sandbox value, checked before anything runs: one that cannot be had here is one line on stderr, exit code 2."""
+    from solbench.bench.sandbox import SandboxError, available_level
+
+    try:
+        available_level(mode)
+    except SandboxError as exc:
+        print(f"error: --sandbox {mode}: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    return mode
 
 
 @app.command("eval")
@@ -225,9 +238,12 @@ def eval_command(
     hardware: Annotated[Optional[str], typer.Option(help="Hardware spec for T_SOL (default: matched from the GPU).")] = None,
     reference_latency: Annotated[bool, typer.Option("--reference-latency", help="Also time the reference the same way.")] = False,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time solutions that pass.")] = True,
-    policy: Annotated[str, typer.Option(help="Precision policy for T_SOL: strict, relaxed or auto.")] = "auto",
+    policy: Annotated[str, typer.Option(help="Precision policy: strict (fp32 work must keep fp32 accuracy; downgrades are REWARD_HACK), relaxed (any precision within the tolerance), or auto (the problem's own, else strict). Also prices T_SOL.")] = "auto",
+    hidden: Annotated[int, typer.Option(help="Hidden workloads drawn from the published axis ranges for this run (correctness only).", min=0)] = 2,
     lock_clocks: Annotated[bool, typer.Option("--lock-clocks", help="Lock the GPU's SM clock at its maximum while timing (changes the GPU's state; needs permission).")] = False,
     static_analysis: Annotated[bool, typer.Option("--static-analysis/--no-static-analysis", help="Refuse sources that static analysis rejects (REWARD_HACK). Turn off only to test the harness itself.")] = True,
+    launch_gate: Annotated[bool, typer.Option("--launch-gate", help="Hold the stream until each timed call is fully enqueued, so host work between its kernels is not timed (experimental).")] = False,
+    sandbox: SandboxOption = "auto",
 ) -> None:
     """Evaluate a solution on every workload of its problem: correctness, then timing; one trace each."""
     import json
@@ -249,6 +265,9 @@ def eval_command(
         raise SpecError(str(exc.args[0]), path=problem_path, field="workload") from None
     options = _evaluation_options(device, trials, timeout, compile_timeout, seed, hardware, reference_latency, timing, policy)
     options.static_analysis = static_analysis
+    options.launch_gate = launch_gate
+    options.sandbox = _sandbox_mode(sandbox)
+    options.hidden = hidden  # drawn only when the whole problem is evaluated (no --workload)
     sink, done = _trace_sink(output, resume)
     skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}
 
@@ -260,7 +279,7 @@ def eval_command(
     device_name = resolve_device(options.device)
     index = int(device_name.split(":")[1]) if ":" in device_name else 0
     with locked_clocks(index, lock_clocks and device_name.startswith("cuda")):
-        traces = evaluate(problem, solution, options, workloads=chosen, skip=skip, on_trace=on_trace)
+        traces = evaluate(problem, solution, options, workloads=chosen if workload else None, skip=skip, on_trace=on_trace)
     if as_json:
         print(json.dumps([t.to_json_dict() for t in traces], indent=1))
     else:
@@ -280,6 +299,7 @@ def run_command(
     trials: TrialsOption = 3,
     timeout: TimeoutOption = 300.0,
     seed: SeedOption = None,
+    sandbox: SandboxOption = "auto",
 ) -> None:
     """The main job: evaluate each problem's reference (its baseline) on its workloads and print the results."""
     from solbench.bench.orchestrator import evaluate, reference_solution, resolve_device
@@ -289,11 +309,12 @@ def run_command(
     problems = load_problems(_default_paths(paths))
     options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, True, "auto")
     options.static_analysis = False  # the problems' own references: trusted code
+    options.sandbox = _sandbox_mode(sandbox)
     device_name = resolve_device(options.device)
     if workloads == "auto":
         workloads = "all" if device_name.startswith("cuda") else "smallest:2"
     if device_name == "cpu":
-        options.budget_s, options.min_iterations, options.timing_pool = 2.0, 5, 2
+        options.budget_s, options.min_iterations, options.verify_timed = 2.0, 5, 1
     sink, done = _trace_sink(output, resume)
     traces = []
     for problem in problems:

@@ -21,11 +21,12 @@ import pytest
 
 from solbench.spec.loaders import load_traces
 from solbench.spec.trace import Status, Trace
+from test_evaluate import alive as _alive  # same folder: pytest puts it on sys.path
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "solutions" / "status"
 PROBLEM = DATA / "vector_scale"
 UUIDS = ["vs-n0016", "vs-n0064", "vs-n1000"]
-FAST = ["--device", "cpu", "--trials", "2", "--no-timing", "--seed", "7"]
+FAST = ["--device", "cpu", "--trials", "2", "--no-timing", "--seed", "7", "--hidden", "0"]
 COMMAND_LIMIT_S = 180
 
 
@@ -125,12 +126,6 @@ def _calls(path: Path) -> list[tuple[int, int]]:
     return [(int(pid), int(n)) for pid, n in (line.split() for line in path.read_text().splitlines() if line.strip())]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def test_eval_resume_after_a_kill_finishes_the_run_without_redoing_work(env: dict[str, str], tmp_path: Path):
@@ -138,7 +133,7 @@ def test_eval_resume_after_a_kill_finishes_the_run_without_redoing_work(env: dic
     each call appends "pid N" to $SOLBENCH_TEST_CALLS."""
     solution = DATA / "slow_middle.json"
     output = tmp_path / "traces.jsonl"
-    arguments = ["eval", PROBLEM, "-s", solution, "-o", output, "--device", "cpu", "--trials", "1", "--no-timing", "--seed", "11",
+    arguments = ["eval", PROBLEM, "-s", solution, "-o", output, "--device", "cpu", "--trials", "1", "--no-timing", "--seed", "11", "--hidden", "0", "--sandbox", "none",
                  "--no-static-analysis"]  # slow_middle keeps a call log in a file, which static analysis refuses
 
     # 1. Start, and kill (SIGKILL) as soon as the first trace line is in the file.

@@ -32,7 +32,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "solutions" / "status"
 SEED = 20240
 # These tests exercise the run-time path, so static analysis (which would refuse several of these
 # deliberately misbehaving solutions up front) is off here; test_static_analysis_refuses_before_running covers it.
-SMALL = dict(device="cpu", trials=2, min_iterations=3, budget_s=0.5, timing_pool=2, warmup=1, timeout_s=60.0, seed=SEED, static_analysis=False)
+SMALL = dict(device="cpu", trials=2, min_iterations=3, budget_s=0.5, warmup=1, timeout_s=60.0, seed=SEED, static_analysis=False, hidden=0)
 RUN_LIMIT_S = 150.0  # no evaluate() in this file may take longer: a hang fails the test instead of the session
 
 
@@ -309,7 +309,7 @@ def test_python_exception_is_a_runtime_error_with_its_text(cache_root: Path):
 def test_segfault_is_a_runtime_error_and_the_next_workload_gets_a_fresh_worker(cache_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     record = tmp_path / "calls.txt"
     monkeypatch.setenv("SOLBENCH_TEST_CALLS", str(record))
-    run = run_solution("segfault_first", cache_root)
+    run = run_solution("segfault_first", cache_root, sandbox="none")  # it keeps a call log under /tmp and compares worker pids
     assert run.statuses == [Status.RUNTIME_ERROR, Status.PASSED, Status.PASSED]
     assert_failed(run.traces[0], Status.RUNTIME_ERROR, r"the solution worker died during run: killed by SIGSEGV")
     assert_passed(run.traces[1])
@@ -332,7 +332,7 @@ def test_endless_loop_is_a_timeout_and_the_run_goes_on(cache_root: Path, tmp_pat
     record = tmp_path / "calls.txt"
     monkeypatch.setenv("SOLBENCH_TEST_CALLS", str(record))
     started = time.monotonic()
-    run = run_solution("endless_loop_first", cache_root, timeout_s=5.0, limit_s=90)
+    run = run_solution("endless_loop_first", cache_root, timeout_s=5.0, limit_s=90, sandbox="none")  # call log under /tmp
     assert run.statuses == [Status.TIMEOUT, Status.PASSED, Status.PASSED]
     assert_failed(run.traces[0], Status.TIMEOUT, r"run did not finish within 5 s")
     assert_passed(run.traces[1])
@@ -459,3 +459,21 @@ def test_static_analysis_refuses_before_running(cache_root):
     assert run.statuses == [Status.REWARD_HACK] * 3
     log = run.traces[0].evaluation.log
     assert "static analysis refused the solution" in log and "[PY-FFI] main.py:1" in log
+
+
+def test_hidden_workloads_are_checked_for_correctness_after_the_published_ones(cache_root: Path):
+    problem, solution = load("pytorch_dps")
+    options = EvalOptions(**{**SMALL, "hidden": 2, "cache_root": cache_root})
+    traces = evaluate(problem, solution, options)
+    published = [w.uuid for w in problem.workloads]
+    assert [t.workload.uuid for t in traces][: len(published)] == published
+    hidden = traces[len(published):]
+    assert len(hidden) == 2 and all(t.workload.uuid.startswith("hidden-") for t in hidden)
+    assert all(t.workload.axes["N"] not in (16, 64, 1000) for t in hidden)
+    assert all(t.evaluation.status == Status.PASSED and t.evaluation.performance is None for t in hidden)
+    assert all(t.evaluation.log.startswith("hidden workload:") for t in hidden)
+    assert all(t.evaluation.performance is not None for t in traces[: len(published)])
+
+    # A resumed run with the same seed draws the same hidden workloads and does only the missing one.
+    again = evaluate(problem, solution, options, skip=set(published) | {hidden[0].workload.uuid})
+    assert [t.workload.uuid for t in again] == [hidden[1].workload.uuid]

@@ -59,7 +59,7 @@ void add(torch::Tensor a, torch::Tensor b, torch::Tensor c) {
 
 
 def _options(tmp_path: Path, **changes) -> EvalOptions:
-    base = dict(device="cuda", trials=3, min_iterations=20, budget_s=2.0, timing_pool=2, cache_root=tmp_path / "builds", seed=1)
+    base = dict(device="cuda", trials=3, min_iterations=20, budget_s=2.0, cache_root=tmp_path / "builds", seed=1)
     base.update(changes)
     return EvalOptions(**base)
 

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 
 from solbench.bench.correctness import Comparison, compare_outputs, merge
 from solbench.bench.ipc import import_cuda
-from solbench.bench.processes import WorkerCrashed, WorkerFailed, WorkerProcess, WorkerTimeout
+from solbench.bench.processes import WorkerCrashed, WorkerFailed, WorkerForged, WorkerProcess, WorkerTimeout
 from solbench.bench.shm import BlobError, Session, read_blob
 from solbench.bench.timing import Samples
 from solbench.spec.dtypes import storage_shape
@@ -24,6 +24,8 @@ from solbench.spec.solution import Solution
 from solbench.spec.trace import Correctness, Evaluation, Performance, Status, Trace
 from solbench.spec.workload import Workload
 
+HIDDEN_PREFIX = "hidden-"
+INCORRECT = {Status.INCORRECT_SHAPE, Status.INCORRECT_DTYPE, Status.INCORRECT_NUMERICAL}
 DEFAULT_CACHE = Path(os.environ.get("SOLBENCH_BUILD_CACHE", Path.home() / ".cache" / "solbench" / "builds"))
 STARTUP_TIMEOUT_S = 120.0
 
@@ -41,14 +43,17 @@ class EvalOptions:
     max_iterations: int = 1000
     budget_s: float = 10.0
     target_spread: float = 0.02
-    timing_pool: int = 4  # distinct input sets cycled through while timing
+    verify_timed: int = 3  # timed calls (chosen at random, unknown to the worker) whose outputs are checked, besides the last
+    hidden: int = 2  # extra workloads drawn from the published axis ranges, in no file the solution can read (correctness only)
     reference_latency: bool = False
     timer: str = "auto"  # auto | cupti | events
+    launch_gate: bool = False  # hold the stream until each timed call is enqueued (host launch gaps not timed)
     hardware: str | None = None  # spec for T_SOL; default: matched from the GPU's name
     policy: str = "auto"
     cache_root: Path = field(default_factory=lambda: DEFAULT_CACHE)
     log_limit: int = 16_000
     static_analysis: bool = True  # refuse sources with reject findings (REWARD_HACK) before anything runs
+    sandbox: str = "auto"  # OS sandbox of the solution worker: auto (best that works) | bwrap (required) | none
 
 
 def resolve_device(device: str) -> str:
@@ -89,14 +94,31 @@ class EvaluationRun:
         self.started_workers = 0
         self._worker_output: list[str] = []
         self.ipc = self.device.startswith("cuda")  # tensors stay on the GPU between processes
+        from solbench.sol.api import policy_for
+
+        self.policy = policy_for(problem, options.policy)
+        self.build_precision_changes: dict[str, Any] = {}
+        self.published_passed = False
+        self.initial_precision: dict[str, Any] = {}
         self._groups = 0
         self._to_release: dict[str, list[str]] = {"reference": [], "solution": []}
 
     # --- workers -------------------------------------------------------------------------------
 
     def _spawn(self, role: str) -> WorkerProcess:
+        """A worker process; the (untrusted) solution worker runs in the OS sandbox of options.sandbox,
+        writing only in the build cache and the session folder (its HOME and caches live there too)."""
         self.started_workers += 1
-        return WorkerProcess(role, self.device, self.session.root / "logs" / f"{role}-{self.started_workers}.log")
+        log = self.session.root / "logs" / f"{role}-{self.started_workers}.log"
+        if role != "solution":
+            return WorkerProcess(role, self.device, log)
+        from solbench.bench.sandbox import plan_sandbox
+
+        plan = plan_sandbox(self.options.sandbox, writable=[Path(self.options.cache_root).absolute(), self.session.root],
+                            device=self.device, home=self.session.root / "home")
+        self.environment["sandbox"] = plan.level
+        self.ipc = self.ipc and plan.cuda_ipc  # CUDA IPC does not cross the sandbox: tensors go through the session folder
+        return WorkerProcess(role, self.device, log, sandbox=plan)
 
     def start(self) -> None:
         self.reference = self._spawn("reference")
@@ -107,10 +129,10 @@ class EvaluationRun:
             self._start_solution_worker()
         hello = self.reference.request("hello", STARTUP_TIMEOUT_S)
         self.reference.request("load_problem", STARTUP_TIMEOUT_S, **self._problem_payload())
-        self.environment = {
+        self.environment.update({
             "device": hello["device_name"], "torch": hello["torch"], "platform": platform.platform(),
-            "hostname": platform.node(), "seed": self.seed, "solbench": _version(),
-        }
+            "hostname": platform.node(), "seed": self.seed, "solbench": _version(), "precision_policy": self.policy,
+        })
 
     def _audit_sources(self) -> None:
         """Static analysis in the trusted process: reject findings refuse the solution outright."""
@@ -124,22 +146,29 @@ class EvaluationRun:
 
     def _problem_payload(self) -> dict[str, Any]:
         root = str(self.problem.root) if self.problem.root else None
-        return {"definition": self.problem.definition.to_json_dict(), "root": root, "kind": self.problem.kind}
+        return {"definition": self.problem.definition.to_json_dict(), "root": root, "kind": self.problem.kind, "policy": self.policy}
 
     def _start_solution_worker(self) -> None:
         self.worker = self._spawn("solution")
         try:
             self.worker.request("hello", STARTUP_TIMEOUT_S)
-            self.worker.request("load_problem", STARTUP_TIMEOUT_S, **self._problem_payload())
-            self.worker.request("build", self.options.compile_timeout_s, solution=self.solution.to_json_dict(), cache_root=str(self.options.cache_root))
+            loaded = self.worker.request("load_problem", STARTUP_TIMEOUT_S, **self._problem_payload())
+            self.initial_precision = dict(loaded.get("precision") or {})
+            built = self.worker.request("build", self.options.compile_timeout_s, solution=self.solution.to_json_dict(), cache_root=str(self.options.cache_root))
+            self.build_precision_changes = dict(built.get("precision_changes") or {})
             self.build_failure = None
         except WorkerTimeout as exc:
             self.build_failure = (Status.TIMEOUT, f"build: {exc}")
         except WorkerCrashed as exc:
             self.build_failure = (Status.RUNTIME_ERROR, f"build: {exc}")
+        except WorkerForged as exc:
+            self.build_failure = (Status.REWARD_HACK, f"REWARD_HACK [forged-answer]: build: {exc}")
         except WorkerFailed as exc:
-            status = Status.COMPILE_ERROR if exc.kind == "compile" else Status.RUNTIME_ERROR
-            self.build_failure = (status, exc.detail or exc.error)
+            if exc.kind == "reward_hack":
+                self.build_failure = (Status.REWARD_HACK, f"REWARD_HACK [{exc.rule}]: while loading the solution: {exc.error}")
+            else:
+                status = Status.COMPILE_ERROR if exc.kind == "compile" else Status.RUNTIME_ERROR
+                self.build_failure = (status, exc.detail or exc.error)
 
     def _restart_solution_worker(self) -> None:
         if self.worker is not None:
@@ -165,22 +194,37 @@ class EvaluationRun:
         deadline = started + self.options.timeout_s
         self._worker_output = []
         try:
-            comparison = self._check(workload, deadline, log)
+            comparison, apparent = self._check(workload, deadline, log)
             if comparison.status != Status.PASSED:
                 status, correctness, performance = comparison.status, _correctness(comparison, self.options.trials), None
                 log.append(comparison.message)
             else:
                 status, correctness = Status.PASSED, _correctness(comparison, self.options.trials)
-                performance = self._time(workload, deadline, log) if self.options.timing else None
+                correctness.precision = apparent
+                performance = None
+                if self.options.timing and not workload.uuid.startswith(HIDDEN_PREFIX):
+                    performance, correctness.verified_timed_calls = self._time(workload, deadline, log)
                 if performance is not None and performance.sol_ms is not None and performance.latency_ms < performance.sol_ms:
                     status = Status.REWARD_HACK  # faster than physics: a wrong bound or a hack, never a win
                     log.append(f"REWARD_HACK [faster-than-sol]: median {performance.latency_ms:.6g} ms is below T_SOL {performance.sol_ms:.6g} ms "
                                f"of {self.environment.get('hardware', 'the hardware spec')}; kept for audit")
         except _Outcome as outcome:
             status, correctness, performance = outcome.status, None, None
-            log.append(outcome.message)
+            if status == Status.REWARD_HACK:
+                log.insert(0, outcome.message)  # the finding first, before notes made on the way
+            else:
+                log.append(outcome.message)
         finally:
             self._sweep_blobs()
+        hidden = workload.uuid.startswith(HIDDEN_PREFIX)
+        if hidden:
+            log.insert(0, "hidden workload: drawn for this run from the published axis ranges; in no file the solution can read")
+            if status in INCORRECT and self.published_passed:
+                log.insert(1, f"REWARD_HACK [hidden-workload]: {status.value} here, while the published workloads passed "
+                              "(a solution specialised to the published shapes or values)")
+                status = Status.REWARD_HACK
+        elif status == Status.PASSED:
+            self.published_passed = True
         self._collect_worker_output()
         output = "".join(self._worker_output)
         if output:
@@ -194,64 +238,169 @@ class EvaluationRun:
             if text:
                 self._worker_output.append(text)
 
-    def _check(self, workload: Workload, deadline: float, log: list[str]) -> Comparison:
+    def _check(self, workload: Workload, deadline: float, log: list[str]) -> tuple[Comparison, str | None]:
+        """Correctness trials: the reference makes the inputs, the solution answers, and only then
+        does the reference compute what the answer should be (with an fp64 oracle where the precision
+        is assessed); the comparison happens here."""
         comparisons = []
         tolerance = workload.effective_tolerance
         dps = self.solution.spec.destination_passing_style
+        self._judge_precision_flags(self.build_precision_changes, "when the solution was loaded", log)
+        apparent: str | None = None
         for trial in range(self.options.trials):
             group = self._group()
-            prepared = self._ask_reference("prepare", deadline, workload=workload.to_json_dict(), seed=self.seed, trial=trial, reference=True,
-                                           paths=self._paths(workload, inputs=True, outputs=True), group=group)
-            references = {name: _load(description, self.session) for name, description in prepared["outputs"].items()}
+            prepared = self._ask_reference("prepare", deadline, workload=workload.to_json_dict(), seed=self.seed, trial=trial, reference=False,
+                                           keep=True, paths=self._paths(workload, inputs=True, outputs=False), group=group)
             answer = self._ask_worker("run", deadline, inputs=prepared["inputs"], outputs=self._output_specs(workload), dps=dps,
-                                      paths={name: self.session.new_path(f"sol-{name}") for name in self.problem.definition.outputs}, group=group)
-            self._to_release["reference"].append(group)
-            self._to_release["solution"].append(group)
+                                      paths={name: self.session.new_path(f"sol-{name}") for name in self.problem.definition.outputs}, group=group,
+                                      repeat=trial == 0, timer=self.options.timer, launch_gate=self.options.launch_gate)
             if not isinstance(answer.get("devices"), dict) or not isinstance(answer.get("outputs"), dict):
                 raise _Outcome(Status.RUNTIME_ERROR, "the solution worker's answer is malformed (a forged or out-of-order message?)")
             for name, where in answer["devices"].items():
                 if where is not None and _device_type(where) != _device_type(self.device):
                     raise _Outcome(Status.RUNTIME_ERROR, f"output {name!r} is on {where}, expected {self.device} (outputs are never moved for the solution)")
-            try:
-                outputs = {name: _load(description, self.session) for name, description in answer["outputs"].items()}
-            except BlobError as exc:
-                raise _Outcome(Status.RUNTIME_ERROR, f"unreadable output: {exc}") from None
-            except RuntimeError as exc:  # a CUDA IPC handle that cannot be opened
-                raise _Outcome(Status.RUNTIME_ERROR, f"unreadable output: {type(exc).__name__}: {exc}") from None
+            oracle = self._precision_assessed() and (trial == 0 or self.policy == "strict")
+            expected = self._ask_reference("expect", deadline, group=group, oracle=oracle, paths=self._paths(workload, inputs=False, outputs=True))
+            self._to_release["reference"].append(group)
+            self._to_release["solution"].append(group)
+            self._judge_memory_behaviour(answer, expected)
+            self._judge_precision_flags(answer.get("precision_changes") or {}, f"during trial {trial + 1}", log)
+            references = {name: _load(description, self.session) for name, description in expected["outputs"].items()}
+            outputs = self._load_answer(answer["outputs"])
             comparison = compare_outputs(outputs, references, self.problem.definition.outputs, tolerance)
             comparisons.append(comparison)
             if comparison.status != Status.PASSED:
                 comparison.message = f"trial {trial + 1}/{self.options.trials}: {comparison.message}"
-                return merge(comparisons)
+                return merge(comparisons), apparent
+            if oracle:
+                apparent = self._judge_precision(outputs, references, expected, log) or apparent
             self._sweep_blobs()
-        return merge(comparisons)
+        return merge(comparisons), apparent
 
-    def _time(self, workload: Workload, deadline: float, log: list[str]) -> Performance:
+    def _load_answer(self, described: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return {name: _load(description, self.session) for name, description in described.items()}
+        except (BlobError, OSError) as exc:
+            raise _Outcome(Status.RUNTIME_ERROR, f"unreadable output: {exc}") from None
+        except RuntimeError as exc:  # a CUDA IPC handle that cannot be opened
+            raise _Outcome(Status.RUNTIME_ERROR, f"unreadable output: {type(exc).__name__}: {exc}") from None
+
+    def _judge_memory_behaviour(self, answer: dict[str, Any], expected: dict[str, Any]) -> None:
+        """Outputs that alias inputs, and inputs changed in place, are the reference's privilege."""
+        for key, rule, what in (("aliased_outputs", "output-aliases-input", "shares memory with an input"),
+                                ("modified_inputs", "input-modified", "was modified in place")):
+            allowed = set(expected.get(key) or [])
+            found = [name for name in answer.get(key) or [] if name not in allowed]
+            if found:
+                kind = "output" if key == "aliased_outputs" else "input"
+                raise _Outcome(Status.REWARD_HACK, f"REWARD_HACK [{rule}]: {kind} {found[0]!r} {what}, which the reference does not do")
+
+    def _precision_assessed(self) -> bool:
+        from solbench.bench.precision import applies
+
+        return any(applies(spec.dtype) for spec in self.problem.definition.outputs.values())
+
+    def _judge_precision_flags(self, changes: dict[str, Any], when: str, log: list[str]) -> None:
+        """Global settings the solution left changed: lowering fp32 precision is refused under strict."""
+        from solbench.bench.integrity import lowers_precision
+
+        initial = self.initial_precision
+        changes = {name: value for name, value in changes.items() if lowers_precision(name, initial.get(name), value)}
+        if not changes:
+            return
+        listed = ", ".join(f"{name} -> {value!r}" for name, value in sorted(changes.items()))
+        if self.policy == "strict":
+            raise _Outcome(Status.REWARD_HACK, f"REWARD_HACK [precision-flag]: the solution changed global precision settings {when} ({listed}); "
+                                               "the strict precision policy is in force")
+        note = f"precision settings changed {when}: {listed} (allowed under the relaxed policy)"
+        if note not in log:
+            log.append(note)
+
+    def _judge_precision(self, outputs: dict[str, Any], references: dict[str, Any], expected: dict[str, Any], log: list[str]) -> str | None:
+        """Error against the fp64 oracle, next to the error the declared precision makes."""
+        from solbench.bench.precision import assess, judge
+
+        if "oracle" not in expected:
+            note = f"precision not assessed: the reference does not run in fp64 ({expected.get('oracle_error', 'no oracle')})"
+            if note not in log:
+                log.append(note)
+            return None
+        oracles = {name: _load(description, self.session) for name, description in expected["oracle"].items()}
+        assessments = {name: assess(outputs[name], references[name], oracles[name]) for name in oracles
+                       if name in outputs and self._precision_assessed_output(name)}
+        if not assessments:
+            return None
+        accepted, message = judge(assessments, self.policy)
+        if not accepted:
+            raise _Outcome(Status.REWARD_HACK, f"REWARD_HACK [precision-downgrade]: {message}")
+        if message and message not in log:
+            log.append(message)
+        labels = sorted({assessment.apparent_precision for assessment in assessments.values()})
+        return ", ".join(labels)
+
+    def _precision_assessed_output(self, name: str) -> bool:
+        from solbench.bench.precision import applies
+
+        return applies(self.problem.definition.outputs[name].dtype)
+
+    def _time(self, workload: Workload, deadline: float, log: list[str]) -> tuple[Performance, int]:
+        """Timing in the worker, on inputs it generates afresh for every call from a seed chosen here;
+        then the outputs of a few timed calls (chosen at random, told to the worker only as part of
+        the request) and of the last call are checked against the reference's for the same inputs."""
         options = self.options
-        input_sets = []
+        chooser = random.SystemRandom()
+        seed = chooser.randrange(2**31)
+        span = max(1, options.warmup + options.min_iterations)
+        check = sorted(chooser.sample(range(span), min(options.verify_timed, span)))
         group = self._group()
-        for index in range(max(1, options.timing_pool)):
-            prepared = self._ask_reference("prepare", deadline, workload=workload.to_json_dict(), seed=self.seed, trial=1000 + index,
-                                           reference=False, paths=self._paths(workload, inputs=True, outputs=False), group=group)
-            input_sets.append(prepared["inputs"])
-        self._to_release["reference"].append(group)
         parameters = {"warmup": options.warmup, "min_iterations": options.min_iterations, "max_iterations": options.max_iterations,
-                      "budget_s": options.budget_s, "target_spread": options.target_spread, "timer": options.timer,
-                      "input_sets": input_sets, "outputs": self._output_specs(workload)}
-        timed = self._ask_worker("time", deadline, dps=self.solution.spec.destination_passing_style, **parameters)
+                      "budget_s": options.budget_s, "target_spread": options.target_spread, "timer": options.timer, "launch_gate": options.launch_gate,
+                      "workload": workload.to_json_dict(), "outputs": self._output_specs(workload), "blob_dir": str(self.session.root)}
+        timed = self._ask_worker("time", deadline, dps=self.solution.spec.destination_passing_style, seed=seed, check=check, group=group, **parameters)
+        self._to_release["solution"].append(group)
         times = timed.get("times_ms")
         if not isinstance(times, list) or not times or not all(isinstance(t, (int, float)) and not isinstance(t, bool) and t >= 0 for t in times):
             raise _Outcome(Status.RUNTIME_ERROR, "the solution worker's timing answer is malformed (a forged or out-of-order message?)")
+        self._judge_precision_flags(timed.get("precision_changes") or {}, "while timed", log)
+        verified = self._verify_timed_calls(workload, seed, check, timed, deadline)
         log += [str(note) for note in timed.get("notes", [])][:20]
         samples = Samples(str(timed.get("method", "unknown")), [float(t) for t in times])
         performance = Performance(
             latency_ms=samples.median_ms, latency_iqr_ms=samples.iqr_ms, timing_method=samples.method, iterations=len(samples.times_ms),
         )
         if options.reference_latency:
-            reference = self._ask_reference("time", deadline, dps=False, **parameters)
+            reference = self._ask_reference("time", deadline, dps=False, seed=seed, check=[], group=self._group(), **parameters)
             performance.reference_latency_ms = statistics.median(reference["times_ms"])
         performance.sol_ms = self._sol_ms(workload, log)
-        return performance
+        return performance, verified
+
+    def _verify_timed_calls(self, workload: Workload, seed: int, check: list[int], timed: dict[str, Any], deadline: float) -> int:
+        checked = timed.get("checked")
+        calls = timed.get("calls")
+        if not isinstance(checked, dict) or not isinstance(calls, int) or calls < 1:
+            raise _Outcome(Status.RUNTIME_ERROR, "the solution worker's timing answer is malformed (no checked calls)")
+        wanted = {index for index in check if index < calls} | {calls - 1}
+        if {str(index) for index in wanted} != set(checked):
+            raise _Outcome(Status.REWARD_HACK, f"REWARD_HACK [timed-output]: the worker handed back the outputs of calls {sorted(checked)}, "
+                                               f"not of the calls asked for {sorted(wanted)}")
+        if timed.get("aliased_outputs"):
+            raise _Outcome(Status.REWARD_HACK, f"REWARD_HACK [output-aliases-input]: timed call output {timed['aliased_outputs'][0]!r} shares memory with an input")
+        tolerance = workload.effective_tolerance
+        answers = {index: {name: _own(value) for name, value in self._load_answer(checked[str(index)]).items()} for index in sorted(wanted)}
+        self._sweep_blobs()
+        for index in sorted(wanted):
+            group = self._group()
+            expected = self._ask_reference("prepare", deadline, workload=workload.to_json_dict(), seed=seed, trial=index, reference=True,
+                                           paths=self._paths(workload, inputs=False, outputs=True), group=group)
+            self._to_release["reference"].append(group)
+            references = {name: _load(description, self.session) for name, description in expected["outputs"].items()}
+            comparison = compare_outputs(answers[index], references, self.problem.definition.outputs, tolerance)
+            if comparison.status != Status.PASSED:
+                which = "the last timed call" if index == calls - 1 else f"call {index + 1} of {calls} (warm-up and timed)"
+                raise _Outcome(Status.REWARD_HACK, f"REWARD_HACK [timed-output]: the output of {which} is wrong although the correctness "
+                                                   f"trials passed: {comparison.message}")
+            self._sweep_blobs()
+        return len(wanted)
 
     def _sol_ms(self, workload: Workload, log: list[str]) -> float | None:
         try:
@@ -289,7 +438,14 @@ class EvaluationRun:
         except WorkerCrashed as exc:
             self._restart_solution_worker()
             raise _Outcome(Status.RUNTIME_ERROR, str(exc)) from None
+        except WorkerForged as exc:
+            self._restart_solution_worker()
+            raise _Outcome(Status.REWARD_HACK, f"REWARD_HACK [forged-answer]: {exc}") from None
         except WorkerFailed as exc:
+            if exc.kind == "reward_hack":
+                if exc.rule == "integrity":
+                    self._restart_solution_worker()  # a patched worker is not used again
+                raise _Outcome(Status.REWARD_HACK, f"REWARD_HACK [{exc.rule}]: {exc.error}") from None
             status = Status.INCORRECT_SHAPE if exc.kind == "outputs" else Status.RUNTIME_ERROR
             raise _Outcome(status, exc.detail or exc.error) from None
 
@@ -297,7 +453,7 @@ class EvaluationRun:
         payload.update(self._releases("reference"))
         try:
             return self.reference.request(command, _remaining(deadline), **payload)
-        except (WorkerTimeout, WorkerCrashed) as exc:
+        except (WorkerTimeout, WorkerCrashed, WorkerForged) as exc:
             self.reference.kill()
             self.reference = self._spawn("reference")
             self.reference.request("hello", STARTUP_TIMEOUT_S)
@@ -357,9 +513,12 @@ def evaluate(problem: Problem, solution: Solution, options: EvalOptions | None =
     options = options or EvalOptions()
     run = EvaluationRun(problem, solution, options)
     traces = []
+    chosen = list(workloads) if workloads is not None else list(problem.workloads)
     try:
         run.start()
-        for workload in workloads if workloads is not None else problem.workloads:
+        if workloads is None:  # a whole problem: held-out workloads too, drawn for this run only
+            chosen += _hidden(problem, options, run.seed, skip)
+        for workload in chosen:
             if workload.uuid in skip:
                 continue
             trace = run.evaluate_workload(workload)
@@ -369,6 +528,17 @@ def evaluate(problem: Problem, solution: Solution, options: EvalOptions | None =
     finally:
         run.close()
     return traces
+
+
+def _hidden(problem: Problem, options: EvalOptions, seed: int, skip: set[str]) -> list[Workload]:
+    """Hidden workloads still to do: a resumed run that has some already draws only the rest."""
+    from solbench.spec.hidden import hidden_workloads
+
+    wanted = options.hidden - sum(1 for uuid in skip if uuid.startswith(HIDDEN_PREFIX))
+    if wanted <= 0:
+        return []
+    drawn = hidden_workloads(problem, options.hidden, seed).workloads  # the same draws as before when the seed is the same
+    return [workload for workload in drawn if workload.uuid not in skip][:wanted]
 
 
 def _correctness(comparison: Comparison, trials: int) -> Correctness:
@@ -385,7 +555,14 @@ def _load(description: Any, session: Session) -> Any:
         return import_cuda(description).clone()  # our own copy: the other process cannot change it under us
     if isinstance(description, dict) and "unsupported" in description:
         return _Unsupported(description["unsupported"])
-    return read_blob(description, session.root)
+    return read_blob(description, session.root).clone()  # our own copy: the solution worker can write the session folder
+
+
+def _own(value: Any) -> Any:
+    """A private copy of a loaded tensor (a blob's file may be swept before it is compared)."""
+    import torch
+
+    return value.clone() if isinstance(value, torch.Tensor) else value
 
 
 class _Unsupported:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from solbench.bench.protocol import Channel, ChannelClosed, ChannelTimeout
+
+if TYPE_CHECKING:
+    from solbench.bench.sandbox import SandboxPlan
 
 
 class WorkerTimeout(Exception):
@@ -20,29 +24,41 @@ class WorkerCrashed(Exception):
     pass
 
 
+class WorkerForged(Exception):
+    """A message on the channel that the worker's request loop did not send."""
+
+
 class WorkerFailed(Exception):
     """The worker answered that the request failed."""
 
-    def __init__(self, kind: str, error: str, detail: str = ""):
+    def __init__(self, kind: str, error: str, detail: str = "", rule: str = ""):
         super().__init__(error)
-        self.kind, self.error, self.detail = kind, error, detail
+        self.kind, self.error, self.detail, self.rule = kind, error, detail, rule
 
 
 class WorkerProcess:
     """One worker in its own process session, talking over a private pipe pair."""
 
-    def __init__(self, role: str, device: str, log_path: Path, env: dict[str, str] | None = None):
-        self.role, self.device, self.log_path = role, device, log_path
+    def __init__(self, role: str, device: str, log_path: Path, env: dict[str, str] | None = None,
+                 sandbox: SandboxPlan | None = None):
+        """With a sandbox plan (solbench.bench.sandbox), the worker starts under its argv prefix, in its
+        scrubbed environment (`env`, if given too, is added on top: trusted extras) and with its resource
+        limits. Under bubblewrap, self.process is bwrap (the worker is its child, in the same process
+        session, so kill() still reaches it); a worker killed by signal N then ends as exit code 128+N."""
+        self.role, self.device, self.log_path, self.sandbox = role, device, log_path, sandbox
         to_worker_read, to_worker_write = os.pipe()
         from_worker_read, from_worker_write = os.pipe()
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, "-m", "solbench.bench.worker", "--role", role, "--read-fd", str(to_worker_read),
+                "--write-fd", str(from_worker_write), "--device", device]
+        if sandbox is not None:
+            argv, env = sandbox.wrap(argv), {**sandbox.env, **(env or {})}
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "solbench.bench.worker", "--role", role, "--read-fd", str(to_worker_read),
-                 "--write-fd", str(from_worker_write), "--device", device],
-                pass_fds=(to_worker_read, from_worker_write),
+                argv,
+                pass_fds=(to_worker_read, from_worker_write),  # bwrap and unshare keep inherited descriptors open
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                start_new_session=True, env=env,
+                start_new_session=True, env=env, preexec_fn=sandbox.preexec if sandbox is not None else None,
             )
         os.close(to_worker_read)
         os.close(from_worker_write)
@@ -50,16 +66,26 @@ class WorkerProcess:
         self._log_offset = 0
 
     def request(self, command: str, timeout: float | None, **payload: Any) -> dict[str, Any]:
+        """Send one request and wait for its answer. Each request carries a fresh nonce that its
+        answer must echo, and nothing may follow the answer: a message written by the solution onto
+        the channel (a forged answer) shows up as a wrong nonce or as a message too many."""
+        nonce = secrets.token_hex(12)
         try:
-            self.channel.send({"cmd": command, **payload})
+            self.channel.send({"cmd": command, "nonce": nonce, **payload})
             answer = self.channel.receive(timeout)
+            extra = self.channel.pending()
         except ChannelTimeout:
             self.kill()
             raise WorkerTimeout(f"{command} did not finish within {timeout:.0f} s") from None
         except ChannelClosed:
             raise WorkerCrashed(f"the {self.role} worker died during {command}: {self.exit_description()}") from None
+        if answer.get("nonce") != nonce or extra:
+            self.kill()  # the channel can no longer be trusted
+            what = "an answer without this request's nonce" if answer.get("nonce") != nonce else "a message after the answer"
+            raise WorkerForged(f"{command}: the {self.role} worker's channel carried {what} (a forged answer)")
         if not answer.get("ok"):
-            raise WorkerFailed(str(answer.get("kind", "runtime")), str(answer.get("error", "unknown error")), str(answer.get("detail", "")))
+            raise WorkerFailed(str(answer.get("kind", "runtime")), str(answer.get("error", "unknown error")), str(answer.get("detail", "")),
+                               rule=str(answer.get("rule", "")))
         return answer
 
     def exit_description(self) -> str:
@@ -70,6 +96,8 @@ class WorkerProcess:
             code = self.process.returncode
         if code is None:
             return "it stopped answering"
+        if code > 128 and self.sandbox is not None and self.sandbox.level == "bubblewrap":
+            code = -(code - 128)  # bwrap reports its child's death by signal N as exit code 128+N
         if code < 0:
             try:
                 name = signal.Signals(-code).name

@@ -60,6 +60,18 @@ class Channel:
             raise ChannelClosed("a message must be a JSON object")
         return message
 
+    def pending(self, wait_s: float = 0.0) -> bool:
+        """Whether more data has arrived (or arrives within wait_s) after the last message."""
+        if self._buffer:
+            return True
+        try:
+            ready, _, _ = select.select([self.read_fd], [], [], wait_s)
+            chunk = os.read(self.read_fd, 1 << 20) if ready else b""
+        except (OSError, ValueError):
+            return False
+        self._buffer += chunk  # an end of file reads as nothing: the next receive reports the closed channel
+        return bool(chunk)
+
     def close(self) -> None:
         for fd in (self.read_fd, self.write_fd):
             try:

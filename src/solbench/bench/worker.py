@@ -1,9 +1,16 @@
 """A worker process: builds and runs one solution (role "solution", untrusted) or the problem's
-reference (role "reference", trusted: it also makes the inputs and the expected outputs).
+reference (role "reference", trusted: it makes the inputs and, after the solution has answered,
+the expected outputs).
 
     python -m solbench.bench.worker --role solution --read-fd R --write-fd W --device cuda
 
-It answers each request on the channel with {"ok": true, ...} or {"ok": false, "kind": ..., "error": ...}.
+It answers each request on the channel with {"ok": true, "nonce": ..., ...} or {"ok": false, "kind": ...,
+"error": ..., "nonce": ...}, echoing the request's nonce. Everything the worker relies on is imported
+here, before any solution code runs, and a solution worker checks after each step that ran solution
+code that none of it was rebound (solbench.bench.integrity). Correctness calls and timed calls take
+the same path (fresh inputs, L2 flush, the timer around the call), so that a solution cannot tell
+them apart; the outputs of some timed calls, chosen by the orchestrator, are handed back to be
+checked too.
 """
 
 from __future__ import annotations
@@ -12,14 +19,34 @@ import argparse
 import os
 import sys
 import traceback
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 
+from solbench.bench.builders import build
+from solbench.bench.integrity import Snapshot, precision_state
 from solbench.bench.ipc import export_cuda, import_cuda
+from solbench.bench.precision import oracle_arguments
 from solbench.bench.protocol import Channel, ChannelClosed
 from solbench.bench.shm import read_blob, write_blob
+from solbench.bench.timing import CacheFlusher, make_gate, make_timer, measure
+from solbench.spec.definition import Definition
+from solbench.spec.inputs import generate_inputs
+from solbench.spec.problem import Problem
+from solbench.spec.reference import reference_module
+from solbench.spec.solution import Solution
+from solbench.spec.workload import Workload
 
 ERROR_TAIL = 4000
+SOLUTION_STEPS = ("build", "run", "time")  # requests that run solution code: integrity is checked after each
+
+
+class Violation(Exception):
+    """The solution did something no honest solution does; `rule` names the check."""
+
+    def __init__(self, rule: str, message: str):
+        super().__init__(message)
+        self.rule = rule
 
 
 class Worker:
@@ -30,41 +57,46 @@ class Worker:
         self.device = device
         self.torch = torch
         self.function: Callable[..., Any] | None = None
-        self.problem = None
+        self.problem: Problem | None = None
         self.timer = None
         self.flusher = None
+        self.gate = None
         self.notes: list[str] = []
         self.exports: dict[str, list[Any]] = {}  # tensors shared by CUDA IPC, kept alive per group
+        self.kept_inputs: dict[str, list[Any]] = {}  # reference: private copies of the inputs it handed out, per group
         if device.startswith("cuda"):
             index = torch.device(device).index
             self.device = device = f"cuda:{torch.cuda.current_device() if index is None else index}"
             torch.cuda.set_device(device)
             torch.empty(1, device=device)  # create the context now, not inside a timed call
+        self.initial_precision = precision_state()
+        self.snapshot: Snapshot | None = None
+
+    def seal(self) -> None:
+        """Record what the worker relies on; called once, before any solution code is loaded."""
+        self.snapshot = Snapshot()
 
     # --- requests ------------------------------------------------------------------------------
 
     def hello(self, request: dict[str, Any]) -> dict[str, Any]:
-        import torch
-
+        torch = self.torch
         name = torch.cuda.get_device_name(torch.device(self.device)) if self.device.startswith("cuda") else "cpu"
         return {"pid": os.getpid(), "device": self.device, "device_name": name, "torch": torch.__version__}
 
     def load_problem(self, request: dict[str, Any]) -> dict[str, Any]:
-        from solbench.spec.definition import Definition
-        from solbench.spec.problem import Problem
-        from solbench.spec.reference import reference_module
-
         definition = Definition.model_validate(request["definition"])
         root = Path(request["root"]) if request.get("root") else None
         self.problem = Problem(definition, [], root, kind=request.get("kind", "problem"))
         if self.role == "reference":
             self.function = reference_module(definition).run
-        return {}
+        if request.get("policy") == "strict":
+            # cuDNN convolutions default to TF32: under strict, fp32 means fp32 for the reference and
+            # for a solution's library calls alike (a solution that turns it back on is flagged)
+            self.torch.backends.cudnn.allow_tf32 = False
+        self.initial_precision = precision_state()
+        return {"precision": self.initial_precision}
 
     def build(self, request: dict[str, Any]) -> dict[str, Any]:
-        from solbench.bench.builders import build
-        from solbench.spec.solution import Solution
-
         if self.role != "solution":
             raise PermissionError("only a solution worker builds solutions")
         solution = Solution.model_validate(request["solution"])
@@ -73,59 +105,123 @@ class Worker:
         return {"cached": built.cached, "log": built.log[-ERROR_TAIL:], "build_dir": str(built.build_dir)}
 
     def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Inputs of one trial (and, if asked, the reference's outputs for them) into blobs."""
-        from solbench.spec.inputs import generate_inputs
-        from solbench.spec.workload import Workload
-
-        if self.role != "reference" or self.problem is None:
-            raise PermissionError("only the reference worker prepares inputs")
+        """Inputs of one trial into blobs (kept privately when asked, for `expect`), and, if asked,
+        the reference's outputs for them."""
+        self._require_reference()
         workload = Workload.model_validate(request["workload"])
         paths = request["paths"]
         inputs = generate_inputs(self.problem, workload, seed=request["seed"], trial=request["trial"], device=self.device)
-        described = {name: self._describe(value, paths[f"in:{name}"], request) for name, value in inputs.items()}
-        answer: dict[str, Any] = {"inputs": described}
+        if request.get("keep"):
+            self.kept_inputs[request["group"]] = [self._fresh(value) for value in inputs.values()]
+        answer: dict[str, Any] = {}
+        if any(key.startswith("in:") for key in paths):
+            answer["inputs"] = {name: self._describe(value, paths[f"in:{name}"], request) for name, value in inputs.items()}
         if request.get("reference"):
-            with self.torch.no_grad():
-                results = self._outputs_of(self.function(*inputs.values()))
-            self._synchronize()
-            answer["outputs"] = {name: self._describe(value, paths[f"out:{name}"], request) for name, value in results.items()}
+            answer.update(self._expected(list(inputs.values()), request))
         return answer
 
+    def expect(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The reference's outputs (and the fp64 oracle's, when asked) for inputs kept by `prepare`:
+        computed only after the solution has answered, so they exist nowhere while it runs."""
+        self._require_reference()
+        arguments = self.kept_inputs.pop(request["group"], None)
+        if arguments is None:
+            raise RuntimeError(f"no inputs kept for group {request['group']!r}")
+        return self._expected(arguments, request)
+
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One correctness call: inputs from blobs, outputs (poisoned first when preallocated) to blobs."""
+        """One correctness call on the given inputs; the outputs (poisoned first when preallocated)
+        go to blobs. With `repeat`, the call is made twice on equal inputs and the second is judged."""
+        self._ensure_timer(request)
         arguments = self._load_arguments(request["inputs"])
-        outputs = self._allocate_outputs(request["outputs"]) if request["dps"] else None
-        results = self._call(arguments, outputs, request["dps"])
-        self._synchronize()
+        pristine = [self._fresh(value) for value in arguments]
+        results, allocated = self._checked_call(arguments, request)
+        if request.get("repeat"):
+            again = [self._fresh(value) for value in pristine]
+            second, allocated = self._checked_call(again, request)
+            _reject_reused_outputs(results, second)
+            results, arguments = second, again
         devices = {name: str(value.device) if isinstance(value, self.torch.Tensor) else None for name, value in results.items()}
         described = {name: self._describe(value, request["paths"][name], request) for name, value in results.items() if name in request["paths"]}
-        return {"outputs": described, "devices": devices, "returned": list(results)}
+        return {"outputs": described, "devices": devices, "returned": list(results), "aliased_outputs": self._aliased(results, arguments),
+                "modified_inputs": self._modified(arguments, pristine)}
 
     def time(self, request: dict[str, Any]) -> dict[str, Any]:
-        from solbench.bench.timing import CacheFlusher, make_timer, measure
-
-        if self.timer is None:
-            self.timer, self.notes = make_timer(self.device, request.get("timer", "auto"))
-            self.flusher = CacheFlusher(self.device)
-        pools = [self._load_arguments(inputs, copy=False) for inputs in request["input_sets"]]
+        """Times the callable on fresh inputs for every call (generated here from the request's seed,
+        one trial number per call), and hands back the outputs of the calls listed in `check` and of
+        the last call, to be compared with the reference's outputs for the same trial numbers."""
+        self._ensure_timer(request)
+        workload = Workload.model_validate(request["workload"])
         dps = request["dps"]
-        counter = [0]
+        check = {int(index) for index in request.get("check", [])}
+        seed = int(request["seed"])
+        state: dict[str, Any] = {"index": -1, "results": None, "arguments": None, "allocated": None}
+        kept: dict[int, dict[str, Any]] = {}
+        aliased: set[str] = set()
+
+        def keep_finished_call() -> None:
+            """Outside the timed region: checks the call just made and keeps its outputs if asked."""
+            if state["index"] in check and state["results"] is not None:
+                self._reject_bad_outputs(state["results"], state["allocated"])
+                aliased.update(self._aliased(state["results"], state["arguments"]))
+                kept[state["index"]] = state["results"]
 
         def prepare() -> Callable[[], Any]:
-            source = pools[counter[0] % len(pools)]
-            counter[0] += 1
-            arguments = [self._fresh(value) for value in source]  # fresh values at fresh addresses
+            keep_finished_call()
+            state["index"] += 1
+            inputs = generate_inputs(self.problem, workload, seed=seed, trial=state["index"], device=self.device)
+            arguments = list(inputs.values())
             outputs = self._allocate_outputs(request["outputs"]) if dps else None
-            return lambda: self._call(arguments, outputs, dps)
+            state.update(results=None, arguments=arguments, allocated=_pointers(outputs))
+
+            def call() -> None:
+                state["results"] = self._call(arguments, outputs, dps)
+
+            return call
 
         samples = measure(
             prepare, self.timer, self.flusher, warmup=request.get("warmup", 3), min_iterations=request.get("min_iterations", 20),
             max_iterations=request.get("max_iterations", 1000), budget_s=request.get("budget_s", 10.0),
-            target_spread=request.get("target_spread", 0.02),
+            target_spread=request.get("target_spread", 0.02), gate=self.gate,
         )
-        return {"times_ms": samples.times_ms, "method": samples.method, "notes": self.notes + samples.notes}
+        check.add(state["index"])  # the last call is always checked
+        keep_finished_call()
+        self._synchronize()
+        checked = {}
+        for index, results in sorted(kept.items()):
+            checked[str(index)] = {
+                name: self._describe(value, os.path.join(request["blob_dir"], f"chk-{index}-{name}-{uuid.uuid4().hex[:8]}.bin"), request)
+                for name, value in results.items()
+            }
+        return {"times_ms": samples.times_ms, "method": samples.method, "notes": self.notes + samples.notes, "checked": checked,
+                "calls": state["index"] + 1, "aliased_outputs": sorted(aliased)}
 
-    # --- helpers -------------------------------------------------------------------------------
+    # --- the call and its checks -----------------------------------------------------------------
+
+    def _ensure_timer(self, request: dict[str, Any]) -> None:
+        if self.timer is None:
+            self.timer, self.notes = make_timer(self.device, request.get("timer", "auto"))
+            self.flusher = CacheFlusher(self.device)
+            if self.device.startswith("cuda") and request.get("launch_gate"):
+                self.gate, note = make_gate(self.device)
+                self.notes += [note] if note else []
+
+    def _checked_call(self, arguments: list[Any], request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """A correctness call, made exactly as a timed call is (flush, timer), then checked."""
+        dps = request["dps"]
+        outputs = self._allocate_outputs(request["outputs"]) if dps else None
+        allocated = _pointers(outputs)
+        holder: dict[str, Any] = {}
+
+        def call() -> None:
+            holder["results"] = self._call(arguments, outputs, dps)
+
+        self.flusher()
+        self._synchronize()
+        self.timer.measure(call, self.gate)
+        self._synchronize()
+        self._reject_bad_outputs(holder["results"], allocated)
+        return holder["results"], allocated
 
     def _call(self, arguments: list[Any], outputs: dict[str, Any] | None, dps: bool) -> dict[str, Any]:
         if self.function is None:
@@ -135,6 +231,55 @@ class Worker:
             return outputs
         return self._outputs_of(self.function(*arguments))
 
+    def _reject_bad_outputs(self, results: dict[str, Any], allocated: dict[str, Any] | None) -> None:
+        torch = self.torch
+        for name, value in results.items():
+            if isinstance(value, torch.Tensor) and type(value) is not torch.Tensor and type(value) is not torch.nn.Parameter:
+                raise Violation("lazy-output", f"output {name!r} is a {type(value).__module__}.{type(value).__qualname__}, not a plain torch.Tensor")
+        if allocated is not None:
+            for name, pointers in allocated.items():
+                value = results.get(name)
+                if _storage_pointers(value) != pointers:
+                    raise Violation("output-repointed", f"output {name!r} no longer holds the memory it was given (set_ or a swapped storage)")
+
+    def _aliased(self, results: dict[str, Any], arguments: list[Any]) -> list[str]:
+        """Outputs that share memory with an input (allowed only where the reference does it too)."""
+        inputs = [value for value in arguments if isinstance(value, self.torch.Tensor)]
+        return [name for name, value in results.items() if isinstance(value, self.torch.Tensor) and any(_overlap(value, x) for x in inputs)]
+
+    def _modified(self, arguments: list[Any], pristine: list[Any]) -> list[str]:
+        """Inputs whose bits changed during the call (allowed only where the reference changes them too)."""
+        names = list(self.problem.definition.inputs) if self.problem else []
+        return [names[position] if position < len(names) else str(position) for position, (value, original) in enumerate(zip(arguments, pristine))
+                if isinstance(value, self.torch.Tensor) and not _same_bits(value, original)]
+
+    def _expected(self, arguments: list[Any], request: dict[str, Any]) -> dict[str, Any]:
+        paths = request["paths"]
+        pristine = [self._fresh(value) for value in arguments]
+        with self.torch.no_grad():
+            results = self._outputs_of(self.function(*arguments))
+            behaviour = {"aliased_outputs": self._aliased(results, arguments), "modified_inputs": self._modified(arguments, pristine)}
+            arguments = pristine
+            oracle = None
+            if request.get("oracle"):
+                try:
+                    oracle = self._outputs_of(self.function(*oracle_arguments(arguments)))
+                except Exception as exc:  # noqa: BLE001 - a reference that cannot run in fp64: no oracle, and say why
+                    oracle = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        self._synchronize()
+        answer: dict[str, Any] = {"outputs": {name: self._describe(value, paths[f"out:{name}"], request) for name, value in results.items()}, **behaviour}
+        if isinstance(oracle, dict):
+            answer["oracle"] = {name: self._describe(value, paths[f"out:{name}"] + ".oracle.bin", request) for name, value in oracle.items()}
+        elif oracle is not None:
+            answer["oracle_error"] = oracle
+        return answer
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _require_reference(self) -> None:
+        if self.role != "reference" or self.problem is None:
+            raise PermissionError("only the reference worker makes inputs and expected outputs")
+
     def _outputs_of(self, result: Any) -> dict[str, Any]:
         names = list(self.problem.definition.outputs) if self.problem else []
         values = list(result) if isinstance(result, (tuple, list)) else [result]
@@ -142,14 +287,14 @@ class Worker:
             raise _WrongOutputs(f"returned {len(values)} value(s); the definition declares {len(names)} output(s) ({', '.join(names)})")
         return dict(zip(names, values))
 
-    def _load_arguments(self, described: dict[str, Any], copy: bool = True) -> list[Any]:
+    def _load_arguments(self, described: dict[str, Any]) -> list[Any]:
         arguments = []
         for value in described.values():
             if isinstance(value, dict) and "scalar" in value:
                 arguments.append(value["scalar"])
             else:
                 tensor = import_cuda(value) if isinstance(value, dict) and "cuda_ipc" in value else read_blob(value)
-                arguments.append(tensor.to(self.device, copy=True) if copy else tensor.to(self.device))
+                arguments.append(tensor.to(self.device, copy=True))
         return arguments
 
     def _describe(self, value: Any, path: str, request: dict[str, Any]) -> Any:
@@ -165,6 +310,7 @@ class Worker:
     def release(self, groups: list[Any]) -> None:
         for group in groups or []:
             self.exports.pop(group, None)
+            self.kept_inputs.pop(group, None)
 
     def _fresh(self, value: Any) -> Any:
         return value.clone() if isinstance(value, self.torch.Tensor) else value
@@ -183,9 +329,57 @@ class Worker:
         if self.device.startswith("cuda"):
             self.torch.cuda.synchronize()
 
+    def precision_changes(self) -> dict[str, Any]:
+        now = precision_state()
+        return {name: value for name, value in now.items() if self.initial_precision.get(name) != value}
+
 
 class _WrongOutputs(Exception):
     """The solution returned another number of values than the definition has outputs."""
+
+
+def _pointers(outputs: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if outputs is None else {name: _storage_pointers(value) for name, value in outputs.items()}
+
+
+def _storage_pointers(value: Any) -> tuple[int, int] | None:
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        return None
+    return (value.data_ptr(), value.untyped_storage().data_ptr())
+
+
+def _overlap(a: Any, b: Any) -> bool:
+    """Whether two tensors' storages share bytes (on the same device)."""
+    if a.device != b.device:
+        return False
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    if sa.nbytes() == 0 or sb.nbytes() == 0:
+        return False
+    start_a, start_b = sa.data_ptr(), sb.data_ptr()
+    return start_a < start_b + sb.nbytes() and start_b < start_a + sa.nbytes()
+
+
+def _same_bits(a: Any, b: Any) -> bool:
+    import torch
+
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    raw_a, raw_b = a.contiguous().reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8)
+    return bool(torch.equal(raw_a, raw_b))
+
+
+def _reject_reused_outputs(first: dict[str, Any], second: dict[str, Any]) -> None:
+    import torch
+
+    for name, value in second.items():
+        earlier = first.get(name)
+        if isinstance(value, torch.Tensor) and isinstance(earlier, torch.Tensor) and _overlap(value, earlier):
+            raise Violation("output-reused", f"output {name!r} of a call shares memory with the output of the call before "
+                                             "(results cached across calls)")
 
 
 def _poison(tensor: Any) -> None:
@@ -214,6 +408,48 @@ def _describe(value: Any, path: str) -> Any:
     return {"unsupported": type(value).__name__}
 
 
+def _failure(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, Violation):
+        return {"ok": False, "kind": "reward_hack", "rule": exc.rule, "error": str(exc)}
+    if isinstance(exc, _WrongOutputs):
+        return {"ok": False, "kind": "outputs", "error": str(exc)}
+    kind = "compile" if type(exc).__name__ == "BuildError" else "runtime"
+    detail = "".join(traceback.format_exception(exc))[-ERROR_TAIL:] if kind == "runtime" else str(exc)[-20000:]
+    summary = (str(exc).strip().splitlines() or [""])[0]
+    return {"ok": False, "kind": kind, "error": f"{type(exc).__name__}: {summary}"[:500], "detail": detail}
+
+
+def serve(channel: Channel, worker: Worker) -> None:
+    handlers = {"hello": worker.hello, "load_problem": worker.load_problem, "build": worker.build, "prepare": worker.prepare,
+                "expect": worker.expect, "run": worker.run, "time": worker.time}
+    while True:
+        try:
+            request = channel.receive()
+        except ChannelClosed:
+            return
+        command, nonce = request.get("cmd"), request.get("nonce")
+        if command == "exit":
+            channel.send({"ok": True, "nonce": nonce})
+            return
+        worker.release(request.get("release"))
+        handler = handlers.get(command)
+        if handler is None:
+            channel.send({"ok": False, "kind": "protocol", "error": f"unknown command {command!r}", "nonce": nonce})
+            continue
+        try:
+            answer = {"ok": True, **handler(request)}
+        except Exception as exc:  # noqa: BLE001 - the solution may raise anything; report it
+            answer = _failure(exc)
+        if worker.role == "solution" and command in SOLUTION_STEPS:
+            changes = worker.snapshot.changes() if worker.snapshot is not None else []
+            if changes:
+                answer = {"ok": False, "kind": "reward_hack", "rule": "integrity",
+                          "error": "the solution changed what the harness relies on: " + "; ".join(changes)}
+            elif answer.get("ok"):
+                answer["precision_changes"] = worker.precision_changes()
+        channel.send({**answer, "nonce": nonce})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--role", choices=["solution", "reference"], required=True)
@@ -224,35 +460,16 @@ def main() -> None:
     channel = Channel(args.read_fd, args.write_fd)
     try:
         worker = Worker(args.role, args.device)
-    except Exception as exc:  # noqa: BLE001 - report why the worker cannot start
-        channel.send({"ok": False, "kind": "runtime", "error": f"worker start failed: {type(exc).__name__}: {exc}"})
-        sys.exit(1)
-    handlers = {"hello": worker.hello, "load_problem": worker.load_problem, "build": worker.build, "prepare": worker.prepare,
-                "run": worker.run, "time": worker.time}
-    while True:
+    except Exception as exc:  # noqa: BLE001 - report why the worker cannot start, as the answer to the first request
         try:
             request = channel.receive()
+            channel.send({"ok": False, "kind": "runtime", "error": f"worker start failed: {type(exc).__name__}: {exc}", "nonce": request.get("nonce")})
         except ChannelClosed:
-            return
-        command = request.get("cmd")
-        if command == "exit":
-            channel.send({"ok": True})
-            return
-        worker.release(request.get("release"))
-        handler = handlers.get(command)
-        if handler is None:
-            channel.send({"ok": False, "kind": "protocol", "error": f"unknown command {command!r}"})
-            continue
-        try:
-            answer = handler(request)
-            channel.send({"ok": True, **answer})
-        except _WrongOutputs as exc:
-            channel.send({"ok": False, "kind": "outputs", "error": str(exc)})
-        except Exception as exc:  # noqa: BLE001 - the solution may raise anything; report it
-            kind = "compile" if type(exc).__name__ == "BuildError" else "runtime"
-            detail = "".join(traceback.format_exception(exc))[-ERROR_TAIL:] if kind == "runtime" else str(exc)[-20000:]
-            summary = (str(exc).strip().splitlines() or [""])[0]
-            channel.send({"ok": False, "kind": kind, "error": f"{type(exc).__name__}: {summary}"[:500], "detail": detail})
+            pass
+        sys.exit(1)
+    if args.role == "solution":
+        worker.seal()
+    serve(channel, worker)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ class Correctness(SpecModel):
     matched_ratio: float | None = None
     first_mismatch_index: list[int] | None = None
     trials: int | None = None
+    precision: str | None = None  # the precision the outputs appear to be computed in (fp64 oracle), where assessed
+    verified_timed_calls: int | None = None  # timed calls whose outputs were checked too
 
 
 class Performance(SpecModel):

@@ -127,6 +127,9 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     ("decode-torch-load-pickle", "PY-DECODE", "import io, torch\n\ndef run(blob):\n    return torch.load(io.BytesIO(blob), weights_only=False)  # HERE\n"),
     ("decode-numpy-allow-pickle", "PY-DECODE", "import numpy as np\nW = np.load('w.npy', allow_pickle=True)  # HERE\n"),
     ("decode-fromhex", "PY-DECODE", "data = bytes.fromhex('00ff00ff')  # HERE\n"),
+    ("decode-yaml-unsafe-load", "PY-DECODE", "import yaml\nT = yaml.unsafe_load(open('tuning.yaml'))  # HERE\n"),
+    ("decode-yaml-load-unsafe-loader", "PY-DECODE", "import yaml as y\n\ndef run(text):\n    return y.load(text, Loader=y.UnsafeLoader)  # HERE\n"),
+    ("decode-yaml-from-import-loader", "PY-DECODE", "from yaml import load, Loader  # HERE\n"),
     # embedded binaries
     ("blob-bytes-elf", "PY-BLOB", "IMAGE = b'\\x7fELF\\x02\\x01\\x01\\x00'  # HERE\n"),
     ("blob-str-elf", "PY-BLOB", "IMAGE = '\\x7fELF\\x02\\x01'  # HERE\n"),
@@ -343,6 +346,7 @@ PY_NEAR_MISSES: list[tuple[str, str, str]] = [
     ("introspect-harmless", "PY-INTROSPECT", "import gc, inspect, traceback\ngc.collect()\nsig = inspect.signature(print)\nmsg = traceback.format_exc()\n"),
     ("profiler-nvtx", "PY-PROFILER", "import torch\n\ndef run(x):\n    torch.cuda.nvtx.range_push('k')\n    with torch.profiler.record_function('k'):\n        y = x * 2\n    torch.cuda.nvtx.range_pop()\n    return y\n"),
     ("decode-torch-load-weights-only", "PY-DECODE", "import torch\nW = torch.load('w.pt', weights_only=True)\n"),
+    ("decode-yaml-safe", "PY-DECODE", "import yaml\nT = yaml.safe_load('a: 1')\nU = yaml.load('a: 1', Loader=yaml.SafeLoader)\n"),
     ("env-none", "PY-ENV", "import os\nflag = os.environ.get('X')\n"),
     ("write-str-replace", "PY-FILE-WRITE", "def run(name):\n    return name.replace('a', 'b').rename if False else name\n"),
     ("read-own-source", "PY-FILE-READ", "import os\nHERE_ = os.path.dirname(os.path.abspath(__file__))\nwith open(os.path.join(HERE_, 'kernel.cu')) as f:\n    SRC = f.read()\n"),
@@ -359,6 +363,147 @@ def test_python_near_miss_stays_silent(rule: str, source: str):
     findings = analyze_python(source, "near.py")
     assert rule not in {f.rule for f in findings}, findings
     assert not rejects(findings), findings
+
+
+# --- YAML: loaders that build Python objects (python/* tags run code), and such tags in data files -------
+# (name, source, the lines that must carry a PY-DECODE finding: the import of a banned name, its use and the call)
+
+YAML_LOADS: list[tuple[str, str, set[int]]] = [
+    ("unsafe-load", "import yaml\nT = yaml.unsafe_load('a: 1')\n", {2}),
+    ("unsafe-load-all", "import yaml\nT = list(yaml.unsafe_load_all('a: 1'))\n", {2}),
+    ("full-load", "import yaml\nT = yaml.full_load('a: 1')\n", {2}),
+    ("full-load-all", "import yaml\nT = list(yaml.full_load_all('a: 1'))\n", {2}),
+    ("module-alias", "import yaml as y\n\ndef run(x):\n    return y.unsafe_load('a: 1')\n", {4}),
+    ("from-import-unsafe-load", "from yaml import unsafe_load\n\nT = unsafe_load('a: 1')\n", {1, 3}),
+    ("from-import-renamed", "from yaml import unsafe_load as parse\n\nT = parse('a: 1')\n", {1, 3}),
+    ("from-import-load-and-loader", "from yaml import load, Loader\n\nT = load('a: 1', Loader=Loader)\n", {1, 3}),
+    ("load-loader", "import yaml\nT = yaml.load('a: 1', Loader=yaml.Loader)\n", {2}),
+    ("load-unsafe-loader", "import yaml\nT = yaml.load('a: 1', Loader=yaml.UnsafeLoader)\n", {2}),
+    ("load-full-loader", "import yaml\nT = yaml.load('a: 1', Loader=yaml.FullLoader)\n", {2}),
+    ("load-c-loaders", "import yaml\nA = yaml.load('a: 1', yaml.CLoader)\nB = yaml.load('a: 1', Loader=yaml.CUnsafeLoader)\n"
+                       "C = yaml.load('a: 1', Loader=yaml.CFullLoader)\n", {2, 3, 4}),
+    ("load-all-unsafe-positional", "import yaml\nT = list(yaml.load_all('a: 1', yaml.UnsafeLoader))\n", {2}),
+    ("load-loader-of-submodule", "from yaml.loader import UnsafeLoader\nimport yaml\n\nT = yaml.load('a: 1', UnsafeLoader)\n", {1, 4}),
+    ("load-loader-by-getattr", "import yaml\nT = yaml.load('a: 1', Loader=getattr(yaml, 'Unsafe' + 'Loader'))\n", {2}),
+    ("load-through-importlib", "import importlib\nT = importlib.import_module('yaml').unsafe_load('a: 1')\n", {2}),
+    ("load-loader-variable", "import yaml\nL = pick_loader()\nT = yaml.load('a: 1', Loader=L)\n", {3}),
+    ("load-loader-parameter", "import yaml\n\ndef read(text, loader=yaml.SafeLoader):\n    return yaml.load(text, Loader=loader)\n", {4}),
+    ("load-loader-rebound-in-loop", "import yaml\nL = yaml.SafeLoader\nfor L in loaders():\n    pass\nT = yaml.load('a: 1', Loader=L)\n", {5}),
+    ("load-all-loader-variable", "import yaml\n\ndef read(text, loader):\n    return list(yaml.load_all(text, loader))\n", {4}),
+    ("load-without-loader", "import yaml\nT = yaml.load('a: 1')\n", {2}),
+    ("load-loader-in-kwargs", "import yaml\nOPTIONS = {}\nT = yaml.load('a: 1', **OPTIONS)\n", {3}),
+    ("load-star-import", "from yaml import *\nT = load('a: 1', Loader=Loader)\n", {2}),
+    ("load-class-with-unsafe-base", "import yaml\n\nclass L(yaml.SafeLoader, yaml.constructor.UnsafeConstructor):\n    pass\n\n"
+                                    "T = yaml.load('a: 1', Loader=L)\n", {3, 6}),
+    ("safe-loader-given-unsafe-constructors", "import yaml\nyaml.add_multi_constructor('tag:yaml.org,2002:python/object/apply:',\n"
+                                              "    yaml.constructor.FullConstructor.construct_python_object_apply, Loader=yaml.SafeLoader)\n", {3}),
+]
+
+
+@pytest.mark.parametrize("source, lines", [pytest.param(source, lines, id=name) for name, source, lines in YAML_LOADS])
+def test_yaml_loader_that_runs_code_is_rejected_on_its_lines(source: str, lines: set[int]):
+    findings = analyze_python(source, "main.py")
+    assert {f.line for f in findings if f.rule == "PY-DECODE"} == lines, findings
+    assert all(f.severity == "reject" and f.path == "main.py" for f in findings if f.rule == "PY-DECODE")
+
+
+def test_yaml_loader_computed_by_name_is_dynamic():
+    findings = analyze_python("import yaml\n\ndef read(text, how):\n    return getattr(yaml, how)(text)\n", "main.py")
+    assert ("PY-DYNAMIC", 4) in rules_at(findings) and rejects(findings)
+
+
+YAML_SAFE_LOADS: list[tuple[str, str]] = [
+    ("safe-load", "import yaml\nT = yaml.safe_load('a: 1')\nU = list(yaml.safe_load_all('a: 1'))\n"),
+    ("load-safe-loader", "import yaml\nT = yaml.load('a: 1', Loader=yaml.SafeLoader)\n"),
+    ("load-csafe-loader-positional", "import yaml\nT = yaml.load('a: 1', yaml.CSafeLoader)\n"),
+    ("load-base-loader", "import yaml\nT = yaml.load('a: 1', Loader=yaml.BaseLoader)\nU = yaml.load('a: 1', Loader=yaml.CBaseLoader)\n"),
+    ("load-all-safe", "import yaml as y\nT = list(y.load_all('a: 1', Loader=y.SafeLoader))\n"),
+    ("from-import-safe", "from yaml import load, SafeLoader\nT = load('a: 1', Loader=SafeLoader)\n"),
+    ("submodule-safe", "import yaml\nimport yaml.loader\nT = yaml.load('a: 1', Loader=yaml.loader.SafeLoader)\n"),
+    ("c-loader-if-present", "import yaml\nL = getattr(yaml, 'CSafeLoader', yaml.SafeLoader)\nT = yaml.load('a: 1', Loader=L)\n"),
+    ("c-loader-conditional", "import yaml\nL = yaml.CSafeLoader if yaml.__with_libyaml__ else yaml.SafeLoader\nT = yaml.load('a: 1', Loader=L)\n"),
+    ("c-loader-try-import", "import yaml\ntry:\n    from yaml import CSafeLoader as Safe\nexcept ImportError:\n"
+                            "    from yaml import SafeLoader as Safe\n\nT = yaml.load('a: 1', Loader=Safe)\n"),
+    ("loader-in-a-function", "import yaml\n\ndef read(text):\n    loader = yaml.CSafeLoader\n    return yaml.load(text, Loader=loader)\n"),
+    ("own-subclass-of-safe-loader", "import yaml\n\nclass Tuning(yaml.SafeLoader):\n    pass\n\n"
+                                    "Tuning.add_constructor('!block', lambda loader, node: int(loader.construct_scalar(node)))\n"
+                                    "T = yaml.load('a: !block 1', Loader=Tuning)\n"),
+    ("star-import-safe", "from yaml import *\nT = load('a: 1', Loader=SafeLoader)\n"),
+    ("dump", "import yaml\nS = yaml.safe_dump({'a': 1})\nD = yaml.dump({'a': 1})\n"),
+    ("other-loads", "import json, torch\nimport numpy as np\nA = json.load(open('t.json'))\nB = np.load('w.npy')\n"),
+]
+
+
+@pytest.mark.parametrize("source", [pytest.param(source, id=name) for name, source in YAML_SAFE_LOADS])
+def test_yaml_safe_loader_is_allowed(source: str):
+    findings = analyze_python(source, "main.py")
+    assert "PY-DECODE" not in {f.rule for f in findings}, findings
+    assert not rejects(findings), findings
+
+
+YAML_DATA_FILES: list[tuple[str, str, set[int]]] = [
+    ("object-apply", "block: 256\nwarm: !!python/object/apply:os.system ['true']\n", {2}),
+    ("object-new", "o: !!python/object/new:collections.OrderedDict [[[a, 1]]]\n", {1}),
+    ("object-state", "o: !!python/object:argparse.Namespace {a: 1}\n", {1}),
+    ("name", "timer: !!python/name:time.perf_counter\n", {1}),
+    ("module", "m: !!python/module:time\n", {1}),
+    ("apply", "x: !!python/apply:os.system [true]\n", {1}),
+    ("nested", "a: 1\nw: !!python/object/apply:builtins.setattr\n  - !!python/module:time\n  - perf_counter\n  - 0\n", {2, 3}),
+    ("verbatim", "x: !<tag:yaml.org,2002:python/object/apply:os.system> [true]\n", {1}),
+    ("percent-escaped", "x: !!pyth%6Fn/object/apply:os.system [true]\n", {1}),
+    ("named-handle", "%TAG !p! tag:yaml.org,2002:\n---\nx: !p!python/object/apply:os.system [true]\n", {3}),
+    ("handle-splitting-the-tag", "%TAG !p! tag:yaml.org,2002:pyt\n---\nx: !p!hon/object/apply:os.system [true]\n", {1, 3}),
+    ("handle-to-the-python-tags", "%TAG !p! tag:yaml.org,2002:python/object/\n---\nx: !p!apply:os.system [true]\n", {1, 3}),
+    ("before-a-syntax-error", "--- !!python/object/apply:os.system [true]\n--- [\n", {1}),
+    ("in-a-json-named-file", '{"chunk": !!python/name:time.perf_counter }\n', {1}),
+]
+
+
+@pytest.mark.parametrize("path, content, lines", [
+    pytest.param("tuning.json" if name.startswith("in-a-json") else "tuning.yaml", content, lines, id=name)
+    for name, content, lines in YAML_DATA_FILES
+])
+def test_python_tags_in_a_yaml_data_file_are_rejected_on_their_lines(path: str, content: str, lines: set[int]):
+    solution = make_solution(["pytorch"], "main.py::run", {"main.py": "def run(x):\n    return x\n", path: content})
+    findings = analyze_solution(solution)
+    assert {(f.path, f.line) for f in findings} == {(path, line) for line in lines}, findings
+    assert all(f.rule == "PY-DECODE" and f.severity == "reject" for f in findings), findings
+
+
+YAML_SAFE_DATA_FILES: list[tuple[str, str, str]] = [
+    ("plain", "tuning.yaml", "# block sizes\nblock: 256\nchunks: 4\nshapes: [[1, 2], [3, 4]]\n"),
+    ("standard-tags", "tuning.yml", "n: !!int '5'\ns: !!str 5\nb: !!binary aGVsbG8=\nm: !!map {a: 1}\n"),
+    ("value-python-tags", "tuning.yaml", "shape: !!python/tuple [1, 2]\nname: !!python/str x\n"),
+    ("local-tag", "tuning.yaml", "x: !python/object/apply:os.system [true]\n"),
+    ("handle-elsewhere", "tuning.yaml", "%TAG !e! tag:example.com,2000:app/\n---\nx: !e!python [1]\n"),
+    ("json", "tuning.json", '{"chunk": 512, "split_above": 600}'),
+    ("notes", "NOTES.md", "# Notes\nFast! Very fast!\n![plot](plot.png)\nRead with yaml.safe_load, never yaml.unsafe_load.\n"),
+]
+
+
+@pytest.mark.parametrize("path, content", [pytest.param(path, content, id=name) for name, path, content in YAML_SAFE_DATA_FILES])
+def test_plain_data_files_are_silent(path: str, content: str):
+    solution = make_solution(["pytorch"], "main.py::run", {"main.py": "def run(x):\n    return x\n", path: content})
+    assert analyze_solution(solution) == []
+
+
+def test_a_solution_file_named_yaml_does_not_hide_the_library():
+    solution = make_solution(["pytorch"], "main.py::run", {
+        "main.py": "import yaml\nT = yaml.load('a: 1', Loader=yaml.Loader)\nU = yaml.load('a: 1', Loader=yaml.SafeLoader)\n\ndef run(x):\n    return x\n",
+        "yaml.py": "Loader = SafeLoader = None\n\ndef load(text, Loader):\n    return text\n",
+    })
+    assert rules_at(analyze_solution(solution)) == {("PY-DECODE", 2)}
+
+
+def test_a_yaml_table_read_safely_is_silent_and_read_unsafely_is_rejected_on_both_files():
+    table = "block: 256\nchunks: 4\n"
+    code = ("import os\nimport yaml\n\nwith open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'tuning.yaml')) as f:\n"
+            "    T = yaml.{how}(f)\n\n\ndef run(x):\n    return x * T['block']\n")
+    safe = make_solution(["pytorch"], "main.py::run", {"main.py": code.format(how="safe_load"), "tuning.yaml": table})
+    assert analyze_solution(safe) == []
+    hostile = table + "warm: !!python/object/apply:builtins.setattr [!!python/module:time, perf_counter, 0]\n"
+    unsafe = make_solution(["pytorch"], "main.py::run", {"main.py": code.format(how="unsafe_load"), "tuning.yaml": hostile})
+    assert [(f.path, f.line, f.rule) for f in analyze_solution(unsafe)] == [("main.py", 5, "PY-DECODE"), ("tuning.yaml", 3, "PY-DECODE")]
 
 
 # --- C / C++ / CUDA attacks ----------------------------------------------------------------------------

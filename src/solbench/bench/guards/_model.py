@@ -29,7 +29,10 @@ RULES: dict[str, tuple[str, str]] = {
     "PY-SIGNAL": (REJECT, "signal handlers, timers or kills (signal.signal/alarm/setitimer, os.kill)"),
     "PY-EXIT": (REJECT, "ends or hooks the end of the worker process (sys.exit, os._exit, atexit, exit(), raise SystemExit)"),
     "PY-FFI": (REJECT, "foreign code: ctypes, cffi, mmap, torch.ops.load_library, cuModuleLoadData-style loaders of binaries"),
-    "PY-DECODE": (REJECT, "decodes or unpacks embedded data (base64, binascii, zlib, bz2, lzma, gzip, marshal, pickle, codecs, bytes.fromhex)"),
+    "PY-DECODE": (REJECT, "decodes or unpacks embedded data (base64, binascii, zlib, bz2, lzma, gzip, marshal, pickle, codecs, bytes.fromhex), "
+                          "or deserialises data that runs code (torch.load(weights_only=False), numpy.load(allow_pickle=True), "
+                          "yaml.unsafe_load/full_load, yaml.load with a Loader other than SafeLoader/CSafeLoader/BaseLoader; "
+                          "python/object, python/name, python/module tags in a YAML data file)"),
     "PY-BLOB": (REJECT, "a literal holds a binary image (ELF/cubin/fatbin) raw, in base64, in hex or as a list of byte values"),
     "PY-OPAQUE": (WARN, "a long opaque literal (base64/hex text, binary bytes or a long byte list) with no recognisable header"),
     "PY-ASM": (WARN, "inline PTX in a Triton kernel (tl.inline_asm_elementwise)"),

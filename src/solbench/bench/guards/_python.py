@@ -60,6 +60,14 @@ _ban("PY-FFI", "foreign code", "ctypes", "_ctypes", "cffi", "_cffi_backend", "mm
 _ban("PY-DECODE", "decodes or unpacks embedded data", "base64", "binascii", "zlib", "bz2", "lzma", "gzip", "zipfile", "tarfile",
      "zipimport", "marshal", "pickle", "_pickle", "cPickle", "pickletools", "shelve", "dill", "cloudpickle", "codecs", "_codecs",
      "builtins.bytes.fromhex", "builtins.bytearray.fromhex", "quopri", "uu", "joblib")
+# YAML loaders that build Python objects from python/* tags (python/object/apply calls anything, python/name and
+# python/module reach any module): deserialisation that runs code, like pickle. yaml.load/load_all are judged on their
+# Loader (_YAML_SAFE_LOADERS); the safe ones (safe_load, SafeLoader, CSafeLoader, BaseLoader) stay allowed.
+_ban("PY-DECODE", "a YAML loader that builds Python objects from python/* tags, which runs code",
+     "yaml.unsafe_load", "yaml.unsafe_load_all", "yaml.full_load", "yaml.full_load_all", "yaml.Loader", "yaml.UnsafeLoader",
+     "yaml.FullLoader", "yaml.CLoader", "yaml.CUnsafeLoader", "yaml.CFullLoader", "yaml.loader.Loader", "yaml.loader.UnsafeLoader",
+     "yaml.loader.FullLoader", "yaml.cyaml.CLoader", "yaml.cyaml.CUnsafeLoader", "yaml.cyaml.CFullLoader",
+     "yaml.constructor.Constructor", "yaml.constructor.UnsafeConstructor", "yaml.constructor.FullConstructor")
 _ban("PY-EXEC", "runs code built at run time", "builtins.exec", "builtins.eval", "builtins.compile", "runpy", "code.interact",
      "code.InteractiveInterpreter", "code.InteractiveConsole", "codeop")
 _ban("PY-PATCH", "patches code it does not own", "unittest.mock")
@@ -107,7 +115,7 @@ _IDENTITY_ATTRS = {"__class__", "__code__", "__globals__", "__bases__", "__defau
 # modules where a computed getattr is as good as an import of anything
 _SENSITIVE = {"os", "sys", "builtins", "importlib", "ctypes", "subprocess", "socket", "gc", "inspect", "signal", "io", "shutil",
               "threading", "multiprocessing", "marshal", "pickle", "types", "operator", "_thread", "torch._C", "pathlib",
-              "atexit", "codecs", "base64", "zlib", "runpy", "_imp", "traceback", "mmap", "cffi", "functools", "solbench"}
+              "atexit", "codecs", "base64", "zlib", "runpy", "_imp", "traceback", "mmap", "cffi", "functools", "solbench", "yaml"}
 # global configuration objects whose attributes a solution may set
 _CONFIG_OK = ("torch.backends.", "torch._dynamo.config.", "torch._inductor.config.", "torch._functorch.config.",
               "torch._export.config.", "torch.fx.experimental._config.", "torch._logging.")
@@ -148,6 +156,14 @@ _WRITERS = {"builtins.setattr", "builtins.delattr", "builtins.object.__setattr__
             "builtins.type.__setattr__", "operator.setitem", "operator.delitem", "operator.__setitem__", "operator.__delitem__"}
 _CACHE_DECORATORS = {"functools.lru_cache", "functools.cache"}
 _DYNAMIC_IMPORTS = {"builtins.__import__", "importlib.import_module", "importlib.__import__", "importlib.util.find_spec"}
+_YAML_LOADS = {"yaml.load", "yaml.load_all"}
+# Loaders of yaml.load that build only plain data (no python/* tags)
+_YAML_SAFE_LOADERS = {"yaml.SafeLoader", "yaml.CSafeLoader", "yaml.BaseLoader", "yaml.CBaseLoader", "yaml.loader.SafeLoader",
+                      "yaml.loader.BaseLoader", "yaml.cyaml.CSafeLoader", "yaml.cyaml.CBaseLoader"}
+# names that `from m import *` is followed to although they are not banned (their calls are judged on their arguments)
+_STAR_NAMES = _YAML_LOADS | _YAML_SAFE_LOADERS
+# libraries whose calls are judged on their arguments (yaml.load): never taken for a source of the solution's own name
+_NEVER_OWN = {"yaml"}
 
 
 def banned_module(name: str) -> str | None:
@@ -414,7 +430,10 @@ class _Analyzer:
             return
 
     def _import_binding(self, dotted: str) -> tuple:
-        if dotted.split(".")[0] in self.own_modules and not _match(dotted):
+        top = dotted.split(".")[0]
+        # a solution's own yaml.py does not make `import yaml` local: imported inside a call, after the build folder
+        # has left sys.path, the name is PyYAML again
+        if top in self.own_modules and not _match(dotted) and top not in _NEVER_OWN:
             return _LOCAL
         return ("import", dotted)
 
@@ -469,7 +488,7 @@ class _Analyzer:
             else:
                 for module in self.module.stars:
                     candidate = module + "." + name
-                    if _match(candidate):
+                    if _match(candidate) or candidate in _STAR_NAMES:
                         result = candidate
                         break
         else:
@@ -938,6 +957,8 @@ class _Analyzer:
                 flag = next((k.value for k in node.keywords if k.arg == unpickle), None)
                 if flag is not None and (unpickle == "weights_only") == _is_false(flag):
                     self.add("PY-DECODE", node, f"{func}({unpickle}={ast.unparse(flag)}): unpickles arbitrary objects, which runs code")
+        elif func in _YAML_LOADS:
+            self._yaml_load(node, func)
         elif func in _PATH_WRITE_FUNCS:
             index, keyword = _PATH_WRITE_FUNCS[func]
             path = self._arg(node, index, keyword)
@@ -988,6 +1009,57 @@ class _Analyzer:
             mode_text = "r+" if mode is None else self.fold(mode)  # numpy's default mode is r+ (read-write)
             write = mode_text not in ("r", "readonly", "c", "copyonwrite")
             self._file_access(node, self._arg(node, 0, "filename"), write=write, what=f"numpy.memmap(mode={mode_text!r})")
+
+    def _yaml_load(self, node: ast.Call, func: str) -> None:
+        """yaml.load / yaml.load_all: code-running deserialisation unless the Loader is certainly a safe one."""
+        loader = self._arg(node, 1, "Loader")
+        if loader is None:
+            if any(type(arg) is ast.Starred for arg in node.args) or any(item.arg is None for item in node.keywords):
+                self.add("PY-DECODE", node, f"{func}() with its Loader passed through *args/**kwargs: may build arbitrary Python "
+                                            "objects from python/* tags, which runs code")
+            else:
+                self.add("PY-DECODE", node, f"{func}() without a Loader (FullLoader before PyYAML 6): builds Python objects from "
+                                            "python/* tags; use yaml.safe_load")
+            return
+        if not self._safe_yaml_loader(loader):
+            shown = " ".join(ast.unparse(loader).split())[:60]
+            self.add("PY-DECODE", node, f"{func}(Loader={shown}): not one of yaml's safe loaders (SafeLoader, CSafeLoader, "
+                                        "BaseLoader); python/* tags build arbitrary objects, which runs code")
+
+    def _safe_yaml_loader(self, node: ast.AST | None, depth: int = 0) -> bool:
+        """Whether a Loader is certainly one of yaml's safe loaders, or a class of the solution derived only from them. A
+        name must be so in every binding (a parameter or anything unresolved is not); a conditional in both branches."""
+        if node is None or depth > 20:
+            return False
+        kind = type(node)
+        if kind is ast.IfExp:
+            return self._safe_yaml_loader(node.body, depth + 1) and self._safe_yaml_loader(node.orelse, depth + 1)
+        if kind is ast.Call and len(node.args) == 3 and not node.keywords and self.qualname(node.func) == "builtins.getattr":
+            # getattr(yaml, "CSafeLoader", yaml.SafeLoader): the attribute (resolved below) and the default
+            if not self._safe_yaml_loader(node.args[2], depth + 1):
+                return False
+        elif kind is ast.Name:
+            found = self.lookup(node.id, node._sbs)  # type: ignore[attr-defined]
+            if found is not None:
+                # an assignment binds its value and, through its target, an unknown ("local") value: each assignment
+                # accounts for one of those; any other (a parameter, a loop or `with` target, ...) is not known
+                unknown = 0
+                for binding in found[1]:
+                    if binding[0] == "import":
+                        safe = binding[1] in _YAML_SAFE_LOADERS
+                    elif binding[0] == "expr":
+                        safe = self._safe_yaml_loader(binding[1], depth + 1)
+                        unknown -= _assigned(binding[1])
+                    elif binding[0] == "class":
+                        bases = binding[1].bases
+                        safe = bool(bases) and not binding[1].keywords and all(self._safe_yaml_loader(b, depth + 1) for b in bases)
+                    else:
+                        safe = True
+                        unknown += 1
+                    if not safe:
+                        return False
+                return unknown <= 0
+        return self.qualname(node) in _YAML_SAFE_LOADERS
 
     def _cached_by_call(self, node: ast.Call, wrapped: ast.AST) -> None:
         """functools.cache(fn) / functools.lru_cache(maxsize=None)(fn): the call form of the decorator."""
@@ -1511,6 +1583,14 @@ class _Analyzer:
         if tensorish:
             listed = ", ".join(sorted(tensorish))
             self.add("PY-CACHE", where, f"lru_cache/cache on {function.name}() which takes tensors ({listed}): results cached across calls")
+
+
+def _assigned(value: ast.AST) -> bool:
+    """Whether `value` is the value of an assignment statement (`x = value`, `a, x = b, value`)."""
+    parent = value._sbp  # type: ignore[attr-defined]
+    while type(parent) in (ast.Tuple, ast.List):
+        parent = parent._sbp
+    return type(parent) in (ast.Assign, ast.AnnAssign)
 
 
 def _is_false(node: ast.AST | None) -> bool:

@@ -15,8 +15,10 @@ visible. The evaluator's run-time checks stay in force.
 
 from __future__ import annotations
 
+import re
 from posixpath import splitext
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 from solbench.bench.guards._cpp import analyze_cpp
 from solbench.bench.guards._model import RULES, Collector, Finding, text_blob
@@ -53,9 +55,67 @@ def _analyze_file(path: str, content: str, own_paths: frozenset[str]) -> list[Fi
         return _analyze_python(content, path, own_paths)
     if suffix in CPP_SUFFIXES:
         return analyze_cpp(content, path)
+    out = Collector(path)
     kind = text_blob(content)
     if kind:
-        out = Collector(path)
         out.add("SRC-BINARY", 1, f"the file holds {kind}")
-        return out.sorted()
-    return []
+    for line, tag in yaml_python_tags(content):
+        out.add("PY-DECODE", line, f"YAML tag {tag[:80]!r}: a YAML loader other than the safe one builds Python objects from it "
+                                   "(calls, module attributes), which runs code")
+    return out.sorted()
+
+
+# --- YAML data files ----------------------------------------------------------------------------------
+# Any data file can be handed to a YAML loader whatever its name, so every source that is neither Python nor C++ is
+# read for the tags with which PyYAML's unsafe loaders build objects: python/object (also /apply and /new: calls),
+# python/name and python/module (any module's attributes). Harmless value tags (python/tuple, python/str, ...) are
+# not reported. The text is read line by line (tags percent-decoded: `!!%70ython/object` is `!!python/object`), and
+# YAML's own parser resolves the tags of %TAG directives and named handles.
+
+_PY_TAG = "tag:yaml.org,2002:python/"
+_PY_TAG_KINDS = re.compile(r"(?:object|name|module|apply)(?=$|[/:\[\]{},\s])")
+_TAG_TEXT = re.compile(r"(?:![\w-]*!|tag:yaml\.org,2002:)python/(?:object|name|module|apply)(?=$|[/:\[\]{},\s])[^\s,\[\]{}>]*")
+_TAG_DIRECTIVE = re.compile(r"%TAG\s+(\S+)\s+(\S+)")
+YAML_PARSE_LIMIT = 1_000_000  # characters; above it the line-by-line reading alone
+
+
+def yaml_python_tags(text: str) -> list[tuple[int, str]]:
+    """(1-based line, tag) of every YAML tag in `text` with which an unsafe loader builds Python objects or reaches
+    modules, and of %TAG directives that map a handle into the python/ tags."""
+    if "!" not in text:
+        return []  # every explicit tag, and the handle of every %TAG directive, starts with "!"
+    found: dict[int, str] = {}
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = unquote(raw) if "%" in raw else raw
+        if "python/" in line:
+            match = _TAG_TEXT.search(line)
+            if match:
+                found.setdefault(number, match.group())
+                continue
+        if "%TAG" in line:
+            for directive in _TAG_DIRECTIVE.finditer(line):
+                rest = directive.group(2)
+                if rest.startswith("tag:yaml.org,2002:"):
+                    tail = rest[len("tag:yaml.org,2002:"):]
+                    if tail and ("python/".startswith(tail) or tail.startswith("python/")):
+                        found.setdefault(number, f"%TAG {directive.group(1)} {rest}")
+    if len(text) <= YAML_PARSE_LIMIT:
+        for number, tag in _parsed_python_tags(text):
+            found.setdefault(number, tag)
+    return sorted(found.items())
+
+
+def _parsed_python_tags(text: str) -> list[tuple[int, str]]:
+    """The tags as YAML's parser resolves them (handles from %TAG directives, escapes); the events before a syntax error
+    count, as a loader of several documents builds the ones before it."""
+    import yaml  # a dependency of solbench; imported here so that the analysis of code alone does not load it
+
+    tags: list[tuple[int, str]] = []
+    try:
+        for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            tag = getattr(event, "tag", None)
+            if tag and tag.startswith(_PY_TAG) and _PY_TAG_KINDS.match(tag, len(_PY_TAG)):
+                tags.append((text.count("\n", 0, event.start_mark.index) + 1, tag))  # lines as read above (YAML also breaks at U+2028)
+    except Exception:  # noqa: BLE001 - not YAML (or not past this point): what was read so far is what a loader sees
+        pass
+    return tags
