@@ -492,7 +492,7 @@ def test_a_solution_file_named_yaml_does_not_hide_the_library():
         "main.py": "import yaml\nT = yaml.load('a: 1', Loader=yaml.Loader)\nU = yaml.load('a: 1', Loader=yaml.SafeLoader)\n\ndef run(x):\n    return x\n",
         "yaml.py": "Loader = SafeLoader = None\n\ndef load(text, Loader):\n    return text\n",
     })
-    assert rules_at(analyze_solution(solution)) == {("PY-DECODE", 2)}
+    assert [(f.path, f.line, f.rule) for f in analyze_solution(solution)] == [("main.py", 2, "PY-DECODE"), ("yaml.py", 1, "PY-SHADOW")]
 
 
 def test_a_yaml_table_read_safely_is_silent_and_read_unsafely_is_rejected_on_both_files():
@@ -1305,6 +1305,87 @@ def test_a_solution_file_named_like_a_banned_module_does_not_hide_it():
     assert ("PY-FFI", 1) in rules_at(analyze_solution(solution))
 
 
+# A solution file named like a library module (os.py, ctypes/__init__.py, urllib/request.py) is not the solution's own
+# module for the rules: builtin and frozen modules (os, sys, time) always win over it, an import inside a call gets the
+# library, so calls through the name are judged as the library's. The file itself is PY-SHADOW: while the solution is
+# imported it stands in for the library in every module imported then.
+SHADOW_ATTACKS: list[tuple[str, str, dict[str, str], str]] = [
+    ("os-system", "PY-PROC", {"os.py": "def system(cmd):\n    return 0\n"},
+     "import os\n\ndef run(x):\n    os.system('ls')  # HERE\n    return x\n"),
+    ("subprocess-run", "PY-PROC", {"subprocess.py": "def run(args):\n    return None\n"},
+     "import subprocess\n\ndef run(x):\n    subprocess.run(['ls'])  # HERE\n    return x\n"),
+    ("socket-socket", "PY-NET", {"socket.py": "class socket:\n    pass\n"},
+     "import socket\n\ndef run(x):\n    s = socket.socket()  # HERE\n    return x\n"),
+    ("ctypes-package", "PY-FFI", {"ctypes/__init__.py": "def CDLL(name):\n    return None\n"},
+     "import ctypes\n\ndef run(x):\n    ctypes.CDLL('libc.so.6')  # HERE\n    return x\n"),
+    ("pickle-loads", "PY-DECODE", {"pickle.py": "def loads(data):\n    return data\n"},
+     "import pickle\n\nBLOB = b'x'\n\ndef run(x):\n    pickle.loads(BLOB)  # HERE\n    return x\n"),
+    ("os-alias-getattr", "PY-DYNAMIC", {"os/__init__.py": "NAME = 'system'\n"},
+     "import os as o\n\ndef run(x, name):\n    return getattr(o, name)  # HERE\n"),
+    ("urllib-request-dotted", "PY-NET", {"urllib/request.py": "def urlopen(url):\n    return None\n"},
+     "from urllib import request\n\ndef run(x):\n    request.urlopen('http://127.0.0.1:1/')  # HERE\n    return x\n"),
+    ("sys-exit", "PY-EXIT", {"sys.py": "def exit(code=0):\n    return code\n"},
+     "import sys\n\ndef run(x):\n    sys.exit(0)  # HERE\n"),
+    ("time-patch", "PY-PATCH", {"time.py": "def perf_counter():\n    return 0.0\n"},
+     "import time\n\ntime.perf_counter = lambda: 0.0  # HERE\n\ndef run(x):\n    return x\n"),
+    ("torch-patch", "PY-PATCH", {"torch/__init__.py": "def mm(a, b):\n    return a\n"},
+     "import torch\n\ntorch.mm = lambda a, b: a  # HERE\n\ndef run(x):\n    return x\n"),
+    ("importlib-reload", "PY-SYSMODULES", {"importlib.py": "def reload(m):\n    return m\n"},
+     "import importlib\nimport torch\n\ndef run(x):\n    importlib.reload(torch)  # HERE\n    return x\n"),
+]
+
+
+@pytest.mark.parametrize("rule, shadows, main", [pytest.param(rule, shadows, main, id=name) for name, rule, shadows, main in SHADOW_ATTACKS])
+def test_a_solution_file_named_like_a_library_is_judged_as_the_library(rule: str, shadows: dict[str, str], main: str):
+    solution = make_solution(["pytorch"], "main.py::run", {"main.py": main, **shadows})
+    findings = analyze_solution(solution)
+    assert ("main.py", marked(main), rule) in {(f.path, f.line, f.rule) for f in findings}, findings
+    shadow_findings = [f for f in findings if f.rule == "PY-SHADOW"]
+    assert [(f.path, f.line) for f in shadow_findings] == [(path, 1) for path in sorted(shadows)]
+    assert all(f.severity == RULES["PY-SHADOW"][0] and "rename" in f.message for f in shadow_findings)
+
+
+def test_a_file_named_like_a_library_is_reported_alone_and_in_packages():
+    assert rules_at(analyze_python("x = 1\n", "subprocess.py")) == {("PY-SHADOW", 1)}
+    for path in ("os/__init__.py", "urllib/request.py", "torch/ops.py", "triton.py", "numpy/linalg/__init__.py", "yaml.py",
+                 "pynvml.py", "cffi.py", "requests/__init__.py", "sympy.py", "solbench/bench/measure.py"):
+        assert rules_at(analyze_python("x = 1\n", path)) == {("PY-SHADOW", 1)}, path
+    message = analyze_python("x = 1\n", "urllib/request.py")[0].message
+    assert "'urllib.request'" in message and "'urllib'" in message
+    # a library's name deeper in the solution's own package, or on a file that is not Python, shadows nothing
+    for path in ("rmsnorm_ops/os.py", "rmsnorm_ops/random.py", "rmsnorm_ops/types/__init__.py", "os.txt", "torch.json", "main.py",
+                 "rmsnorm_kernels.py", "__init__.py"):
+        assert analyze_python("x = 1\n", path) == [], path
+
+
+def test_own_modules_with_names_no_library_uses_stay_local():
+    main = src('''
+        import torch
+        import rmsnorm_kernels
+        import rmsnorm_ops.tuning as tuning
+        from rmsnorm_ops import random as ops_random
+        from rmsnorm_ops.tuning import CONFIGS
+
+        rmsnorm_kernels.TABLE["k"] = 1
+        rmsnorm_kernels.BLOCK = 128
+        tuning.CONFIGS["big"] = (256, 8)
+        ops_random.SEED = 3
+        CONFIGS["small"] = (64, 4)
+
+
+        def run(x: torch.Tensor) -> torch.Tensor:
+            return rmsnorm_kernels.scale(x) * ops_random.SEED
+    ''')
+    solution = make_solution(["pytorch"], "main.py::run", {
+        "main.py": main,
+        "rmsnorm_kernels.py": "TABLE = {}\nBLOCK = 64\n\ndef scale(x):\n    return x * 2\n",
+        "rmsnorm_ops/__init__.py": "",
+        "rmsnorm_ops/tuning.py": "CONFIGS = {}\n",
+        "rmsnorm_ops/random.py": "SEED = 0\n",
+    })
+    assert analyze_solution(solution) == []
+
+
 def test_reading_an_own_source_by_relative_name_is_silent_only_when_it_exists():
     code = "K = open('kernel.cu').read()\ndef run(x):\n    return x\n"
     with_file = make_solution(["pytorch"], "main.py::run", {"main.py": code, "kernel.cu": "// k\n"})
@@ -1316,6 +1397,7 @@ def test_reading_an_own_source_by_relative_name_is_silent_only_when_it_exists():
 def test_rules_table_is_complete_and_well_formed():
     assert all(severity in ("reject", "warn") and description for severity, description in RULES.values())
     used = {rule for _, rule, _ in PY_ATTACKS} | {rule for _, rule, _ in CPP_ATTACKS}
+    used |= {rule for _, rule, _, _ in SHADOW_ATTACKS} | {"PY-SHADOW"}  # PY-SHADOW needs a file name: tested with SHADOW_ATTACKS
     untested = set(RULES) - used - {"CPP-OPAQUE", "SRC-BINARY", "ANALYZER-LIMIT"}
     assert not untested, f"rules with no attack case: {sorted(untested)}"
 

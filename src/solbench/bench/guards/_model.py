@@ -44,6 +44,8 @@ RULES: dict[str, tuple[str, str]] = {
     "PY-HARNESS": (REJECT, "imports the harness (solbench) or __main__"),
     "PY-SYSMODULES": (REJECT, "touches the import system (sys.modules, sys.meta_path, sys.path_hooks)"),
     "PY-SYSPATH": (WARN, "changes sys.path"),
+    "PY-SHADOW": (REJECT, "a solution file named like a library module (os.py, subprocess.py, ctypes/__init__.py, torch/...): while the "
+                          "solution is imported it stands in for the library in modules imported then; rename it"),
     "PY-INTROSPECT": (REJECT, "inspects or hooks the interpreter: frames (sys._getframe, inspect.stack, f_back/f_globals), settrace/setprofile, audit hooks, gc.get_objects/get_referrers"),
     "PY-PROFILER": (REJECT, "controls the profiler the timing relies on (CUPTI, torch.profiler.profile, cudaProfilerStart/Stop)"),
     "PY-DEVICE": (REJECT, "controls the GPU through NVML (pynvml): clocks, power, application clocks"),

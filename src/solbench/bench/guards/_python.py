@@ -22,6 +22,7 @@ import builtins
 import posixpath
 import re
 import sys
+from collections.abc import Iterable
 
 from solbench.bench.guards._cpp import _analyze_cpp
 from solbench.bench.guards._model import (
@@ -162,8 +163,14 @@ _YAML_SAFE_LOADERS = {"yaml.SafeLoader", "yaml.CSafeLoader", "yaml.BaseLoader", 
                       "yaml.loader.BaseLoader", "yaml.cyaml.CSafeLoader", "yaml.cyaml.CBaseLoader"}
 # names that `from m import *` is followed to although they are not banned (their calls are judged on their arguments)
 _STAR_NAMES = _YAML_LOADS | _YAML_SAFE_LOADERS
-# libraries whose calls are judged on their arguments (yaml.load): never taken for a source of the solution's own name
-_NEVER_OWN = {"yaml"}
+# Libraries a solution's own file must never stand for (see _LIBRARY_NAMES, built at the end of this module from every
+# table here): besides the ones the tables name, what torch, Triton and the harness import lazily.
+_MORE_LIBRARIES = {"yaml", "cupti", "pynvml", "ctypes", "cffi", "requests", "sympy", "mpmath", "networkx", "jinja2",
+                   "markupsafe", "filelock", "fsspec", "typing_extensions", "packaging", "setuptools", "pkg_resources",
+                   "distutils", "_distutils_hack", "importlib_metadata", "psutil", "tqdm", "ninja", "pybind11", "pydantic",
+                   "pydantic_core", "annotated_types", "typer", "click", "rich", "pygments", "google", "six", "pytest",
+                   "_pytest", "pluggy", "tensorrt", "onnx", "onnxruntime", "cuda_bindings", "cuda_core", "nvtx",
+                   "opt_einsum", "functorch", "torchgen", "torchvision", "torchaudio", "triton_kernels"}
 
 
 def banned_module(name: str) -> str | None:
@@ -233,6 +240,34 @@ MAX_SOURCE_CHARS = 2_000_000
 
 
 def _analyze_python(source: str, path: str, own_paths: frozenset[str]) -> list[Finding]:
+    findings = _analyze_source(source, path, own_paths)
+    shadowed = _shadowed_library(path)
+    if shadowed is None:
+        return findings
+    module, library = shadowed
+    out = Collector(path)
+    out.extend(findings)
+    out.add("PY-SHADOW", 1, f"the solution's file is importable as {module!r}, named like the library module {library!r}: while "
+                            f"the solution is imported it can stand in for {library!r} in any module imported then, and elsewhere "
+                            f"`import {library}` is the library (its calls are judged as the library's); rename the file")
+    return out.sorted()
+
+
+def _shadowed_library(path: str) -> tuple[str, str] | None:
+    """(module name, library) when the Python file `path` (relative to the solution's folder, which is on sys.path while
+    the solution is imported) is importable under the top-level name of a library module (os.py, ctypes/__init__.py,
+    urllib/request.py, torch/x.py), else None."""
+    if not path.endswith(".py"):
+        return None
+    parts = path[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if not parts or parts[0] not in _LIBRARY_NAMES:
+        return None
+    return ".".join(parts), parts[0]
+
+
+def _analyze_source(source: str, path: str, own_paths: frozenset[str]) -> list[Finding]:
     if len(source) > MAX_SOURCE_CHARS:
         out = Collector(path)
         out.add("ANALYZER-LIMIT", 1, f"{len(source)} characters: too large to analyse (limit {MAX_SOURCE_CHARS})")
@@ -259,8 +294,8 @@ class _Analyzer:
         self.path = path
         self.own_paths = own_paths
         self.depth_in_solution = path.count("/")
-        # modules that are files of the solution: imports of them are local (unless the name is banned:
-        # a solution's own `ctypes.py` may lose to the real one, depending on sys.path)
+        # modules that are files of the solution: imports of them are local (unless the name is a library's or banned:
+        # a solution's own `ctypes.py` or `os.py` may lose to the real one, see _import_binding)
         self.own_modules: set[str] = set()
         for own in own_paths:
             if own.endswith(".py"):
@@ -431,9 +466,11 @@ class _Analyzer:
 
     def _import_binding(self, dotted: str) -> tuple:
         top = dotted.split(".")[0]
-        # a solution's own yaml.py does not make `import yaml` local: imported inside a call, after the build folder
-        # has left sys.path, the name is PyYAML again
-        if top in self.own_modules and not _match(dotted) and top not in _NEVER_OWN:
+        # A solution's own file named like a library (os.py, subprocess.py, ctypes/__init__.py, yaml.py, torch/...) does not
+        # make the import local: builtin and frozen modules (os, sys, time, io, ...) always win over it, and an import that
+        # runs inside a call, after the build folder has left sys.path, gets the library again. Whichever it is at run
+        # time, its calls are judged as the library's; the file itself gets PY-SHADOW.
+        if top in self.own_modules and top not in _LIBRARY_NAMES and not _match(dotted):
             return _LOCAL
         return ("import", dotted)
 
@@ -1616,3 +1653,19 @@ _PATH_WRITE_FUNCS: dict[str, tuple[int, str | None]] = {
     "shutil.copy": (1, "dst"), "shutil.copyfile": (1, "dst"), "shutil.copytree": (1, "dst"), "shutil.rmtree": (0, "path"),
     "shutil.move": (1, "dst"), "safetensors.torch.save_file": (1, "filename"),
 }
+
+
+def _tops(names: Iterable[str]) -> set[str]:
+    return {name.split(".", 1)[0] for name in names}
+
+
+# Top-level names of library modules: every standard-library module, every module a table of this file names (banned,
+# allowed, sensitive, aliased, read/write functions, configuration, ...), and the libraries a solution or the harness
+# builds on. A solution's own file under one of these names is not taken for the solution's module (_import_binding)
+# and is reported itself (PY-SHADOW).
+_LIBRARY_NAMES: frozenset[str] = frozenset(
+    _STDLIB | _KNOWN_LIBRARIES | _MORE_LIBRARIES | _tops(_SENSITIVE) | _tops(_BANS) | _tops(_ALLOWED) | set(_MODULE_ALIASES)
+    | set(_MODULE_ALIASES.values()) | _tops(_CONFIG_OK) | _tops(_PRECISION_FLAGS) | _tops(_CONTAINER_CALLS)
+    | _tops(_WRITERS) | _tops(_IDENTITY_FUNCS) | _tops(_CACHE_DECORATORS) | _tops(_DYNAMIC_IMPORTS) | _tops(_YAML_LOADS)
+    | _tops(_YAML_SAFE_LOADERS) | _tops(_PATH_CONSTANTS) | _tops(_READ_FUNCS) | _tops(_PATH_WRITE_FUNCS)
+)
