@@ -259,7 +259,7 @@ class EvaluationRun:
             for name, where in answer["devices"].items():
                 if where is not None and _device_type(where) != _device_type(self.device):
                     raise _Outcome(Status.RUNTIME_ERROR, f"output {name!r} is on {where}, expected {self.device} (outputs are never moved for the solution)")
-            oracle = self._precision_assessed() and (trial == 0 or self.policy == "strict")
+            oracle = bool(self._precision_assessed()) and (trial == 0 or self.policy == "strict")
             expected = self._ask_reference("expect", deadline, group=group, oracle=oracle, paths=self._paths(workload, inputs=False, outputs=True))
             self._to_release["reference"].append(group)
             self._to_release["solution"].append(group)
@@ -295,10 +295,11 @@ class EvaluationRun:
                 kind = "output" if key == "aliased_outputs" else "input"
                 raise _Outcome(Status.REWARD_HACK, f"REWARD_HACK [{rule}]: {kind} {found[0]!r} {what}, which the reference does not do")
 
-    def _precision_assessed(self) -> bool:
-        from solbench.bench.precision import applies
+    def _precision_assessed(self) -> list[str]:
+        """The outputs whose precision is assessed against the fp64 oracle (float32/float64 ones)."""
+        from solbench.bench.precision import outputs_to_assess
 
-        return any(applies(spec.dtype) for spec in self.problem.definition.outputs.values())
+        return outputs_to_assess(self.problem.definition.outputs)
 
     def _judge_precision_flags(self, changes: dict[str, Any], when: str, log: list[str]) -> None:
         """Global settings the solution left changed: lowering fp32 precision is refused under strict."""
@@ -326,8 +327,14 @@ class EvaluationRun:
                 log.append(note)
             return None
         oracles = {name: _load(description, self.session) for name, description in expected["oracle"].items()}
-        assessments = {name: assess(outputs[name], references[name], oracles[name]) for name in oracles
-                       if name in outputs and self._precision_assessed_output(name)}
+        assessments = {}
+        for name in self._precision_assessed():
+            try:
+                assessments[name] = assess(outputs[name], references[name], oracles[name])
+            except (KeyError, TypeError, ValueError) as exc:  # a scalar output, or an oracle of another shape: not assessed, say why
+                note = f"precision of output {name!r} not assessed: {type(exc).__name__}: {exc}"
+                if note not in log:
+                    log.append(note)
         if not assessments:
             return None
         accepted, message = judge(assessments, self.policy)
@@ -337,11 +344,6 @@ class EvaluationRun:
             log.append(message)
         labels = sorted({assessment.apparent_precision for assessment in assessments.values()})
         return ", ".join(labels)
-
-    def _precision_assessed_output(self, name: str) -> bool:
-        from solbench.bench.precision import applies
-
-        return applies(self.problem.definition.outputs[name].dtype)
 
     def _time(self, workload: Workload, deadline: float, log: list[str]) -> tuple[Performance, int]:
         """Timing in the worker, on inputs it generates afresh for every call from a seed chosen here;
@@ -386,7 +388,7 @@ class EvaluationRun:
         if timed.get("aliased_outputs"):
             raise _Outcome(Status.REWARD_HACK, f"REWARD_HACK [output-aliases-input]: timed call output {timed['aliased_outputs'][0]!r} shares memory with an input")
         tolerance = workload.effective_tolerance
-        answers = {index: {name: _own(value) for name, value in self._load_answer(checked[str(index)]).items()} for index in sorted(wanted)}
+        answers = {index: self._load_answer(checked[str(index)]) for index in sorted(wanted)}  # own copies: the files are swept below
         self._sweep_blobs()
         for index in sorted(wanted):
             group = self._group()
@@ -556,13 +558,6 @@ def _load(description: Any, session: Session) -> Any:
     if isinstance(description, dict) and "unsupported" in description:
         return _Unsupported(description["unsupported"])
     return read_blob(description, session.root).clone()  # our own copy: the solution worker can write the session folder
-
-
-def _own(value: Any) -> Any:
-    """A private copy of a loaded tensor (a blob's file may be swept before it is compared)."""
-    import torch
-
-    return value.clone() if isinstance(value, torch.Tensor) else value
 
 
 class _Unsupported:
