@@ -64,7 +64,7 @@ def test_pytorch_solution_returns_its_value(tmp_path: Path):
     solution = load_solution(DATA / "pytorch_scaled_add.json")
     built = build(solution, cache_root=tmp_path, device="cpu")
     assert isinstance(built, Built) and not built.cached
-    assert built.build_dir == tmp_path / build_key(solution, "cpu")
+    assert built.build_dir == tmp_path / build_key(solution, "cpu") / "build"
     assert (built.build_dir / "main.py").read_text() == solution.source("main.py")
     a, b = torch.randn(16), torch.randn(16)
     torch.testing.assert_close(built.function(a, b), a + 2 * b)
@@ -109,7 +109,7 @@ def test_python_syntax_error_is_a_build_error_and_is_not_cached(tmp_path: Path):
     with pytest.raises(BuildError) as caught:
         build(solution, cache_root=tmp_path, device="cpu")
     assert "SyntaxError" in str(caught.value) and "main.py" in str(caught.value)
-    assert not (tmp_path / build_key(solution, "cpu")).exists()
+    assert not (tmp_path / build_key(solution, "cpu") / "build").exists()
 
 
 def test_exception_at_import_is_a_build_error(tmp_path: Path):
@@ -294,7 +294,7 @@ def test_cpp_syntax_error_carries_the_compiler_message(tmp_path: Path):
     assert re.search(r"broken\.cpp:4:3: error: expected .*';' before 'return'", message), message
     assert message.startswith("build failed:\n") and "ninja: build stopped" in message
     assert len(message) <= 20_000
-    assert not (tmp_path / build_key(solution, "cpu")).exists()  # failed builds are not cached
+    assert not (tmp_path / build_key(solution, "cpu") / "build").exists()  # failed builds are not cached
 
 
 def test_cpp_entry_symbol_not_found_without_pybind11(tmp_path: Path):
@@ -316,7 +316,7 @@ def test_cuda_source_on_a_cpu_only_torch_is_a_build_error(tmp_path: Path):
     solution = from_folder("cuda_add", ["cuda_cpp"], "add.cu::add")
     with pytest.raises(BuildError, match="CUDA is not available.*add.cu"):
         build(solution, cache_root=tmp_path, device="cpu")
-    assert not (tmp_path / build_key(solution, "cpu")).exists()
+    assert not (tmp_path / build_key(solution, "cpu") / "build").exists()
 
 
 @pytest.mark.gpu

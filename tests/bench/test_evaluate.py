@@ -233,7 +233,7 @@ def test_cpp_solution_built_with_cpp_extension_passes(cache_root: Path):
     for trace in run.traces:
         assert_passed(trace)
     # The build is in the session's cache, finished (marked), so an identical solution is not rebuilt.
-    built = [path.parent for path in cache_root.glob("*/.solbench_build.json") if (path.parent / "scale.cpp").is_file()]
+    built = [path.parent for path in cache_root.glob("*/build/.solbench_build.json") if (path.parent / "scale.cpp").is_file()]
     assert len(built) == 1 and list(built[0].glob("*.so"))
     again = run_solution("cpp_scale", cache_root, workloads=["vs-n0016"], trials=1, timing=False)
     assert again.statuses == [Status.PASSED]
@@ -397,7 +397,7 @@ def test_build_past_the_compile_timeout_is_a_timeout(build_timeout: dict[str, An
         assert trace.evaluation.correctness is None
     assert run.elapsed < 60.0
     # the killed build was not marked finished, so it can never be reused
-    assert not list(build_timeout["cache"].glob("*/.solbench_build.json"))
+    assert not list(build_timeout["cache"].glob("*/build/.solbench_build.json"))
 
 
 def test_build_past_the_compile_timeout_leaves_no_compiler_running(build_timeout: dict[str, Any]):

@@ -382,3 +382,28 @@ def test_a_solution_that_writes_outside_fails_under_bwrap(tmp_path: Path, outsid
     assert traces and all(t.evaluation.status == Status.RUNTIME_ERROR for t in traces)
     assert "Read-only file system" in traces[0].evaluation.log
     assert not target.exists()
+
+
+@needs_bwrap
+def test_a_sandboxed_build_writes_its_own_cache_folder_and_no_other():
+    """Another solution's cached build (a sibling folder of the cache) is read-only to this one. The
+    cache lies under /var/tmp: the sandbox gives /tmp a private tmpfs, which would hide a write there."""
+    from solbench.bench.builders import key_folder
+
+    if not os.access("/var/tmp", os.W_OK):
+        pytest.skip("needs a writable /var/tmp")
+    cache = Path(tempfile.mkdtemp(prefix="solbench-cache-", dir="/var/tmp"))
+    try:
+        target = cache / "someone-elses-key" / "build" / "main.py"
+        target.parent.mkdir(parents=True)
+        solution = inline_solution("scale-cache-writer", "sandbox_scale", "pytorch", "main.py::run", {
+            "main.py": f"import torch\n\n\ndef run(x, y):\n    open({str(target)!r}, 'w').write('def run(*a): pass')\n    torch.mul(x, 2, out=y)\n",
+        })
+        options = EvalOptions(**SMALL, cache_root=cache, sandbox="bwrap", static_analysis=False, hidden=0)
+        traces = evaluate(SCALE, solution, options)
+        assert traces and all(t.evaluation.status == Status.RUNTIME_ERROR for t in traces)
+        assert "Read-only file system" in traces[0].evaluation.log
+        assert not target.exists()
+        assert (key_folder(cache, solution, "cpu") / "build" / "main.py").is_file()  # its own build went where it belongs
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)

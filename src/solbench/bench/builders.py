@@ -24,7 +24,7 @@
 
 A finished build is cached: a marker file is written into the build folder after the first
 successful load, and a later build with the same key loads what is there (``cached=True``) without
-compiling. Builds of one key are serialised by an ``flock`` on ``cache_root/.<key>.lock``; a build
+compiling. Builds of one key are serialised by an ``flock`` on ``cache_root/<key>/lock``; a build
 folder without the marker (a failed or killed build) is wiped and redone. Failed builds are never
 marked, so they are never reused. The compile timeout is the caller's (it kills the worker).
 """
@@ -54,7 +54,7 @@ from solbench.spec.solution import Solution
 __all__ = ["BuildError", "Built", "build", "build_key", "target_arch", "MESSAGE_LIMIT"]
 
 MESSAGE_LIMIT = 20_000
-BUILDER_VERSION = 1  # bump when a change here makes old cached builds wrong
+BUILDER_VERSION = 2  # bump when a change here makes old cached builds wrong
 MARKER = ".solbench_build.json"
 CPP_COMPILED = {".cu", ".cpp", ".cc", ".cxx"}
 CUDA_SUFFIXES = {".cu"}
@@ -163,16 +163,22 @@ def _parse_arch(text: str) -> tuple[str, str] | None:
 # --- build ------------------------------------------------------------------------------------------
 
 
+def key_folder(cache_root: Path, solution: Solution, device: str) -> Path:
+    """Everything of one build key lives in cache_root / key: the build in `build/` and its lock. A
+    sandboxed solution worker is given this folder, and no other part of the cache, to write."""
+    return Path(cache_root).absolute() / build_key(solution, device)
+
+
 def build(solution: Solution, *, cache_root: Path, device: str, verbose: bool = False) -> Built:
-    """The solution's entry point as a callable, built (or reused) under cache_root / build_key."""
+    """The solution's entry point as a callable, built (or reused) in cache_root / build_key / build."""
     key = build_key(solution, device)
-    cache_root = Path(cache_root).absolute()
-    build_dir = cache_root / key
+    folder = Path(cache_root).absolute() / key
+    build_dir = folder / "build"
     relative_paths = [_safe_relative(source.path) for source in solution.sources]
     if (build_dir / MARKER).is_file():
         return _load_cached(solution, key, build_dir, verbose)
-    cache_root.mkdir(parents=True, exist_ok=True)
-    with _key_lock(cache_root / f".{key}.lock"):
+    folder.mkdir(parents=True, exist_ok=True)
+    with _key_lock(folder / "lock"):
         if (build_dir / MARKER).is_file():  # someone else finished it while we waited
             return _load_cached(solution, key, build_dir, verbose)
         if build_dir.exists():  # a failed or killed build: start again

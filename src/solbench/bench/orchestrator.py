@@ -107,18 +107,27 @@ class EvaluationRun:
 
     def _spawn(self, role: str) -> WorkerProcess:
         """A worker process; the (untrusted) solution worker runs in the OS sandbox of options.sandbox,
-        writing only in the build cache and the session folder (its HOME and caches live there too)."""
+        writing only in its own build folder of the cache and the session folder (its HOME and caches live there too)."""
         self.started_workers += 1
         log = self.session.root / "logs" / f"{role}-{self.started_workers}.log"
         if role != "solution":
             return WorkerProcess(role, self.device, log)
         from solbench.bench.sandbox import plan_sandbox
 
-        plan = plan_sandbox(self.options.sandbox, writable=[Path(self.options.cache_root).absolute(), self.session.root],
+        plan = plan_sandbox(self.options.sandbox, writable=[self._build_folder(), self.session.root],
                             device=self.device, home=self.session.root / "home")
         self.environment["sandbox"] = plan.level
         self.ipc = self.ipc and plan.cuda_ipc  # CUDA IPC does not cross the sandbox: tensors go through the session folder
         return WorkerProcess(role, self.device, log, sandbox=plan)
+
+    def _build_folder(self) -> Path:
+        """The one folder of the build cache that this solution's build may write."""
+        from solbench.bench.builders import key_folder
+
+        try:
+            return key_folder(self.options.cache_root, self.solution, self.device)
+        except Exception:  # noqa: BLE001 - options the key cannot take: the build reports them; meanwhile a folder of its own
+            return Path(self.options.cache_root).absolute() / f"unkeyed-{self.session.root.name}"
 
     def start(self) -> None:
         self.reference = self._spawn("reference")
