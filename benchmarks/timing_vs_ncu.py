@@ -52,15 +52,12 @@ def problem_and_solution(kind: str, size: int):
     return problem, inline_solution(f"{kind}-torch", problem.name, "pytorch", "k.py::call", {"k.py": source})
 
 
-LAUNCH_GATE = False
-
-
-def harness_ms(kind: str, size: int, cache: Path) -> tuple[float, float, str]:
+def harness_ms(kind: str, size: int, cache: Path, launch_gate: bool = False) -> tuple[float, float, str]:
     from solbench.bench.orchestrator import EvalOptions, evaluate
 
     problem, solution = problem_and_solution(kind, size)
     options = EvalOptions(device="cuda", trials=1, min_iterations=30, max_iterations=300, budget_s=4.0, cache_root=cache, seed=size,
-                          launch_gate=LAUNCH_GATE)
+                          launch_gate=launch_gate)
     (trace,) = evaluate(problem, solution, options)
     if trace.evaluation.status.value != "PASSED":
         raise RuntimeError(f"{kind} {size}: {trace.evaluation.status.value}: {trace.evaluation.log[:500]}")
@@ -121,15 +118,13 @@ def main() -> None:
     parser.add_argument("--ncu-target", nargs=3)
     parser.add_argument("--launch-gate", action="store_true", help="time with the launch gate (EvalOptions.launch_gate)")
     args = parser.parse_args()
-    global LAUNCH_GATE
-    LAUNCH_GATE = args.launch_gate
     if args.ncu_target:
         kind, size, calls = args.ncu_target
         ncu_target(kind, int(size), int(calls))
         return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        empty_harness, _, _ = harness_ms("memory", 1024, Path(tmp))
+        empty_harness, _, _ = harness_ms("memory", 1024, Path(tmp), args.launch_gate)
         empty_ncu = ncu_ms("memory", 1024)
         offset = empty_ncu - empty_harness
         print(f"near-empty kernel (1024 elements): harness {empty_harness * 1e3:.3f} us, ncu {empty_ncu * 1e3:.3f} us: offset {offset * 1e3:.3f} us", flush=True)
@@ -138,8 +133,8 @@ def main() -> None:
             if args.sizes:
                 sizes = [sizes[int(i)] for i in args.sizes.split(",")]
             for size in sizes:
-                first, first_iqr, method = harness_ms(kind, size, Path(tmp))
-                second, _, _ = harness_ms(kind, size, Path(tmp))
+                first, first_iqr, method = harness_ms(kind, size, Path(tmp), args.launch_gate)
+                second, _, _ = harness_ms(kind, size, Path(tmp), args.launch_gate)
                 reference = ncu_ms(kind, size)
                 row = {"kind": kind, "size": size, "run1_ms": first, "run1_iqr_ms": first_iqr, "run2_ms": second, "ncu_ms": reference,
                        "ncu_offset_ms": offset, "vs_ncu_raw": first / reference - 1, "vs_ncu": first / (reference - offset) - 1,

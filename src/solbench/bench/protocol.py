@@ -60,12 +60,12 @@ class Channel:
             raise ChannelClosed("a message must be a JSON object")
         return message
 
-    def pending(self, wait_s: float = 0.0) -> bool:
-        """Whether more data has arrived (or arrives within wait_s) after the last message."""
+    def pending(self) -> bool:
+        """Whether more data has already arrived after the last message (read into the buffer)."""
         if self._buffer:
             return True
         try:
-            ready, _, _ = select.select([self.read_fd], [], [], wait_s)
+            ready, _, _ = select.select([self.read_fd], [], [], 0)
             chunk = os.read(self.read_fd, 1 << 20) if ready else b""
         except (OSError, ValueError):
             return False
