@@ -30,7 +30,7 @@ from pathlib import Path
 
 GEMM_SIZES = [1536, 2048, 2560, 3072, 4096, 5120, 6144, 8192, 10240, 12288]
 MEMORY_SIZES = [int(5e6 * (520 ** (i / 9))) // 1024 * 1024 for i in range(10)]  # 5M .. 2.6G fp32 elements
-NCU_CALLS = 7
+NCU_CALLS = 5
 
 
 def problem_and_solution(kind: str, size: int):
@@ -52,11 +52,11 @@ def problem_and_solution(kind: str, size: int):
     return problem, inline_solution(f"{kind}-torch", problem.name, "pytorch", "k.py::call", {"k.py": source})
 
 
-def harness_ms(kind: str, size: int, cache: Path, launch_gate: bool = False) -> tuple[float, float, str]:
+def harness_ms(kind: str, size: int, cache: Path, launch_gate: bool = True) -> tuple[float, float, str]:
     from solbench.bench.orchestrator import EvalOptions, evaluate
 
     problem, solution = problem_and_solution(kind, size)
-    options = EvalOptions(device="cuda", trials=1, min_iterations=30, max_iterations=300, budget_s=4.0, cache_root=cache, seed=size,
+    options = EvalOptions(device="cuda", trials=1, hidden=0, min_iterations=30, max_iterations=300, budget_s=2.5, cache_root=cache, seed=size,
                           launch_gate=launch_gate)
     (trace,) = evaluate(problem, solution, options)
     if trace.evaluation.status.value != "PASSED":
@@ -116,7 +116,7 @@ def main() -> None:
     parser.add_argument("--kinds", default="gemm,memory")
     parser.add_argument("--sizes", help="indices of the sizes to run, e.g. 0,1,4 (default: all 10)")
     parser.add_argument("--ncu-target", nargs=3)
-    parser.add_argument("--launch-gate", action="store_true", help="time with the launch gate (EvalOptions.launch_gate)")
+    parser.add_argument("--launch-gate", action=argparse.BooleanOptionalAction, default=True, help="time with the launch gate (EvalOptions.launch_gate; on by default)")
     args = parser.parse_args()
     if args.ncu_target:
         kind, size, calls = args.ncu_target

@@ -242,7 +242,7 @@ def eval_command(
     hidden: Annotated[int, typer.Option(help="Hidden workloads drawn from the published axis ranges for this run (correctness only).", min=0)] = 2,
     lock_clocks: Annotated[bool, typer.Option("--lock-clocks", help="Lock the GPU's SM clock at its maximum while timing (changes the GPU's state; needs permission).")] = False,
     static_analysis: Annotated[bool, typer.Option("--static-analysis/--no-static-analysis", help="Refuse sources that static analysis rejects (REWARD_HACK). Turn off only to test the harness itself.")] = True,
-    launch_gate: Annotated[bool, typer.Option("--launch-gate", help="Hold the stream until each timed call is fully enqueued, so host work between its kernels is not timed (experimental).")] = False,
+    launch_gate: Annotated[bool, typer.Option("--launch-gate/--no-launch-gate", help="Hold the stream until each call is fully enqueued, so host work between its kernels is not timed (CUDA).")] = True,
     sandbox: SandboxOption = "auto",
 ) -> None:
     """Evaluate a solution on every workload of its problem: correctness, then timing; one trace each."""

@@ -477,3 +477,20 @@ def test_hidden_workloads_are_checked_for_correctness_after_the_published_ones(c
     # A resumed run with the same seed draws the same hidden workloads and does only the missing one.
     again = evaluate(problem, solution, options, skip=set(published) | {hidden[0].workload.uuid})
     assert [t.workload.uuid for t in again] == [hidden[1].workload.uuid]
+
+
+@pytest.mark.parametrize(("elements", "checked"), [(1 << 20, 3), (1 << 30, 1), (1 << 31, 0)])
+def test_fewer_timed_calls_are_kept_for_checking_when_outputs_are_large(tmp_path: Path, elements: int, checked: int):
+    """At most KEPT_OUTPUTS_BYTES (8 GiB) of outputs are kept: 4 MiB -> verify_timed (3), 4 GiB -> 1, 8 GiB -> 0 (the last call only)."""
+    from solbench.bench.orchestrator import KEPT_OUTPUTS_BYTES, EvaluationRun
+    from solbench.spec.inline import inline_problem, inline_solution
+
+    problem = inline_problem("big_copy", "import torch\n\ndef run(x):\n    return x.clone()\n",
+                             {"x": ([elements], "float32")}, {"y": ([elements], "float32")})
+    solution = inline_solution("copy", problem.name, "pytorch", "k.py::run", {"k.py": "def run(x):\n    return x.clone()\n"})
+    run = EvaluationRun(problem, solution, EvalOptions(device="cpu", cache_root=tmp_path))
+    try:
+        assert KEPT_OUTPUTS_BYTES == 8 << 30
+        assert run._checkable_calls(problem.workloads[0]) == checked
+    finally:
+        run.close()

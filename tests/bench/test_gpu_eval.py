@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from solbench.bench.orchestrator import EvalOptions, evaluate
+from solbench.bench.orchestrator import HIDDEN_PREFIX, EvalOptions, evaluate
 from solbench.spec.inline import inline_problem, inline_solution
 from solbench.spec.trace import Status
 
@@ -64,10 +64,20 @@ def _options(tmp_path: Path, **changes) -> EvalOptions:
     return EvalOptions(**base)
 
 
+def _assert_all_passed(traces: list) -> None:
+    """The two published workloads and the hidden ones drawn beside them."""
+    published = [t for t in traces if not t.workload.uuid.startswith(HIDDEN_PREFIX)]
+    assert len(published) == 2 and len(traces) == 2 + EvalOptions().hidden, [t.workload.uuid for t in traces]
+    assert all(t.evaluation.status == Status.PASSED for t in traces), [(t.evaluation.status, t.evaluation.log) for t in traces]
+
+
 def test_triton_solution_builds_and_passes(tmp_path: Path):
     solution = inline_solution("add-triton", ADD.name, "triton", "kernel.py::add", {"kernel.py": TRITON_ADD})
     traces = evaluate(ADD, solution, _options(tmp_path))
-    assert [t.evaluation.status for t in traces] == [Status.PASSED, Status.PASSED], [t.evaluation.log for t in traces]
+    _assert_all_passed(traces)
+    environment = traces[0].evaluation.environment
+    if environment["sandbox"] != "bubblewrap":  # outside bubblewrap the orchestrator can map the worker's tensors
+        assert environment["transfer"] == "CUDA IPC", environment
     performance = traces[0].evaluation.performance
     assert performance.timing_method == "cupti" and performance.latency_ms > 0
     assert performance.sol_ms is not None and performance.latency_ms >= performance.sol_ms
@@ -76,7 +86,7 @@ def test_triton_solution_builds_and_passes(tmp_path: Path):
 def test_cuda_cpp_solution_builds_and_passes(tmp_path: Path):
     solution = inline_solution("add-cuda", ADD.name, "cuda_cpp", "add.cu::add", {"add.cu": CUDA_ADD})
     traces = evaluate(ADD, solution, _options(tmp_path))
-    assert [t.evaluation.status for t in traces] == [Status.PASSED, Status.PASSED], [t.evaluation.log for t in traces]
+    _assert_all_passed(traces)
     assert traces[0].evaluation.performance.timing_method == "cupti"
 
 
@@ -100,8 +110,9 @@ def matmul(a, b, c):
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         torch.mm(a, b, out=c)
-    # returns without joining the side stream back: the harness must still count that work
+    torch.cuda.current_stream().wait_stream(side)
 '''
+UNJOINED = SIDE_STREAM.replace("    torch.cuda.current_stream().wait_stream(side)\n", "    # returns without joining the side stream back\n")
 MAIN_STREAM = "import torch\n\ndef matmul(a, b, c):\n    torch.mm(a, b, out=c)\n"
 
 
@@ -115,6 +126,10 @@ def test_side_stream_work_is_inside_the_measured_time(tmp_path: Path):
     main_ms = main_trace.evaluation.performance.latency_ms
     assert side_trace.evaluation.performance.timing_method == "cupti"
     assert abs(side_ms - main_ms) <= 0.15 * main_ms, (side_ms, main_ms)
-    # (CUDA events on the current stream alone would miss that work; on an idle stream they then
-    # measure the host's launch time instead, 0.13 ms against 0.20 ms here on 2026-11-29: not a
-    # stable thing to assert.)
+
+
+def test_work_left_on_an_unjoined_stream_is_a_reward_hack(tmp_path: Path):
+    unjoined = inline_solution("mm-unjoined", MATMUL.name, "pytorch", "k.py::matmul", {"k.py": UNJOINED})
+    (trace,) = evaluate(MATMUL, unjoined, _options(tmp_path))
+    assert trace.evaluation.status == Status.REWARD_HACK, trace.evaluation.log
+    assert trace.evaluation.log.startswith("REWARD_HACK [unjoined-stream]"), trace.evaluation.log

@@ -85,3 +85,29 @@ def test_gated_gemm_time_matches_the_kernels_own_duration():
         torch.cuda.synchronize()
     kernels_ms = sum(e.device_time for e in prof.events() if e.device_time > 0) / 1e3
     assert samples.median_ms == pytest.approx(kernels_ms, rel=0.05)
+
+
+@pytest.mark.parametrize("joined", [True, False])
+def test_cupti_timer_sees_work_that_outlives_the_callers_stream(joined: bool):
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty_like(a)
+    side = torch.cuda.Stream()
+
+    def call():
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(4):  # about 1 ms of work
+                torch.mm(a, a, out=c)
+        if joined:
+            torch.cuda.current_stream().wait_stream(side)
+
+    timer = CuptiTimer()
+    try:
+        span = timer.measure(call)
+    finally:
+        timer.close()
+    assert span > 0.3  # the side stream's GEMMs are inside the span either way
+    if joined:
+        assert timer.outlived_ms < 0.05
+    else:
+        assert timer.outlived_ms > 0.3 * span

@@ -14,6 +14,32 @@ from typing import Any
 from solbench.bench.shm import ALLOWED_DTYPES, BlobError
 
 
+PROBE_SIZE = 16
+
+
+def probe_tensor(device: str) -> Any:
+    """What a worker exports at start so that the orchestrator can see whether CUDA IPC works
+    across the sandbox between them (it fails where the worker is in another PID namespace)."""
+    import torch
+
+    return torch.arange(PROBE_SIZE, dtype=torch.float32, device=device)
+
+
+def probe_fails(description: Any) -> str | None:
+    """Why the probe tensor a worker exported cannot be mapped here (None: it can)."""
+    import torch
+
+    try:
+        tensor = import_cuda(description)
+        if tensor.tolist() != list(range(PROBE_SIZE)):
+            return "the probe tensor does not hold what it should"
+    except Exception as exc:  # noqa: BLE001 - any failure means: use host-memory files instead
+        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    finally:
+        torch.cuda.synchronize()
+    return None
+
+
 def export_cuda(tensor: Any) -> dict[str, Any]:
     from torch.multiprocessing.reductions import reduce_tensor
 

@@ -4,6 +4,7 @@ and turns every outcome into a Trace as soon as it is known."""
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import platform
 import random
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from solbench.bench.correctness import Comparison, compare_outputs, merge
-from solbench.bench.ipc import import_cuda
+from solbench.bench.ipc import import_cuda, probe_fails
 from solbench.bench.processes import WorkerCrashed, WorkerFailed, WorkerForged, WorkerProcess, WorkerTimeout
 from solbench.bench.shm import BlobError, Session, read_blob
 from solbench.bench.timing import Samples
@@ -25,6 +26,7 @@ from solbench.spec.trace import Correctness, Evaluation, Performance, Status, Tr
 from solbench.spec.workload import Workload
 
 HIDDEN_PREFIX = "hidden-"
+KEPT_OUTPUTS_BYTES = 8 << 30  # device memory the worker may spend on keeping timed calls' outputs for checking
 INCORRECT = {Status.INCORRECT_SHAPE, Status.INCORRECT_DTYPE, Status.INCORRECT_NUMERICAL}
 DEFAULT_CACHE = Path(os.environ.get("SOLBENCH_BUILD_CACHE", Path.home() / ".cache" / "solbench" / "builds"))
 STARTUP_TIMEOUT_S = 120.0
@@ -47,7 +49,7 @@ class EvalOptions:
     hidden: int = 2  # extra workloads drawn from the published axis ranges, in no file the solution can read (correctness only)
     reference_latency: bool = False
     timer: str = "auto"  # auto | cupti | events
-    launch_gate: bool = False  # hold the stream until each timed call is enqueued (host launch gaps not timed)
+    launch_gate: bool = True  # hold the stream until each call is enqueued (host launch gaps not timed; un-joined streams show)
     hardware: str | None = None  # spec for T_SOL; default: matched from the GPU's name
     policy: str = "auto"
     cache_root: Path = field(default_factory=lambda: DEFAULT_CACHE)
@@ -117,7 +119,6 @@ class EvaluationRun:
         plan = plan_sandbox(self.options.sandbox, writable=[self._build_folder(), self.session.root],
                             device=self.device, home=self.session.root / "home")
         self.environment["sandbox"] = plan.level
-        self.ipc = self.ipc and plan.cuda_ipc  # CUDA IPC does not cross the sandbox: tensors go through the session folder
         return WorkerProcess(role, self.device, log, sandbox=plan)
 
     def _build_folder(self) -> Path:
@@ -160,7 +161,11 @@ class EvaluationRun:
     def _start_solution_worker(self) -> None:
         self.worker = self._spawn("solution")
         try:
-            self.worker.request("hello", STARTUP_TIMEOUT_S)
+            hello = self.worker.request("hello", STARTUP_TIMEOUT_S, ipc_probe=self.ipc, group="ipc-probe")
+            if self.ipc:
+                self._probe_ipc(hello.get("ipc_probe"))
+            else:
+                self.environment.setdefault("transfer", "host-memory files")
             loaded = self.worker.request("load_problem", STARTUP_TIMEOUT_S, **self._problem_payload())
             self.initial_precision = dict(loaded.get("precision") or {})
             built = self.worker.request("build", self.options.compile_timeout_s, solution=self.solution.to_json_dict(), cache_root=str(self.options.cache_root))
@@ -178,6 +183,17 @@ class EvaluationRun:
             else:
                 status = Status.COMPILE_ERROR if exc.kind == "compile" else Status.RUNTIME_ERROR
                 self.build_failure = (status, exc.detail or exc.error)
+
+    def _probe_ipc(self, description: Any) -> None:
+        """Outputs cross by CUDA IPC only where the orchestrator can map the worker's memory (the
+        probe is exported before any solution code is loaded)."""
+        failure = probe_fails(description)
+        self._to_release["solution"].append("ipc-probe")
+        if failure is not None:
+            self.ipc = False
+            self.environment["transfer"] = f"host-memory files (CUDA IPC from the solution worker failed: {failure})"
+        else:
+            self.environment["transfer"] = "CUDA IPC"
 
     def _restart_solution_worker(self) -> None:
         if self.worker is not None:
@@ -258,9 +274,10 @@ class EvaluationRun:
         apparent: str | None = None
         for trial in range(self.options.trials):
             group = self._group()
-            prepared = self._ask_reference("prepare", deadline, workload=workload.to_json_dict(), seed=self.seed, trial=trial, reference=False,
-                                           keep=True, paths=self._paths(workload, inputs=True, outputs=False), group=group)
-            answer = self._ask_worker("run", deadline, inputs=prepared["inputs"], outputs=self._output_specs(workload), dps=dps,
+            # both workers generate the trial's inputs from the seed: nothing crosses into the solution's process
+            self._ask_reference("prepare", deadline, workload=workload.to_json_dict(), seed=self.seed, trial=trial, reference=False,
+                                keep=True, paths={}, group=group)
+            answer = self._ask_worker("run", deadline, workload=workload.to_json_dict(), seed=self.seed, trial=trial, outputs=self._output_specs(workload), dps=dps,
                                       paths={name: self.session.new_path(f"sol-{name}") for name in self.problem.definition.outputs}, group=group,
                                       repeat=trial == 0, timer=self.options.timer, launch_gate=self.options.launch_gate)
             if not isinstance(answer.get("devices"), dict) or not isinstance(answer.get("outputs"), dict):
@@ -269,12 +286,12 @@ class EvaluationRun:
                 if where is not None and _device_type(where) != _device_type(self.device):
                     raise _Outcome(Status.RUNTIME_ERROR, f"output {name!r} is on {where}, expected {self.device} (outputs are never moved for the solution)")
             oracle = bool(self._precision_assessed()) and (trial == 0 or self.policy == "strict")
-            expected = self._ask_reference("expect", deadline, group=group, oracle=oracle, paths=self._paths(workload, inputs=False, outputs=True))
+            expected = self._ask_reference("expect", deadline, group=group, oracle=oracle, paths=self._output_paths())
             self._to_release["reference"].append(group)
             self._to_release["solution"].append(group)
             self._judge_memory_behaviour(answer, expected)
             self._judge_precision_flags(answer.get("precision_changes") or {}, f"during trial {trial + 1}", log)
-            references = {name: _load(description, self.session) for name, description in expected["outputs"].items()}
+            references = {name: _load(description, self.session, self.device, trusted=True) for name, description in expected["outputs"].items()}
             outputs = self._load_answer(answer["outputs"])
             comparison = compare_outputs(outputs, references, self.problem.definition.outputs, tolerance)
             comparisons.append(comparison)
@@ -288,7 +305,7 @@ class EvaluationRun:
 
     def _load_answer(self, described: dict[str, Any]) -> dict[str, Any]:
         try:
-            return {name: _load(description, self.session) for name, description in described.items()}
+            return {name: _load(description, self.session, self.device) for name, description in described.items()}
         except (BlobError, OSError) as exc:
             raise _Outcome(Status.RUNTIME_ERROR, f"unreadable output: {exc}") from None
         except RuntimeError as exc:  # a CUDA IPC handle that cannot be opened
@@ -331,11 +348,11 @@ class EvaluationRun:
         from solbench.bench.precision import assess, judge
 
         if "oracle" not in expected:
-            note = f"precision not assessed: the reference does not run in fp64 ({expected.get('oracle_error', 'no oracle')})"
+            note = f"precision not assessed: no fp64 run of the reference ({expected.get('oracle_error', 'no oracle')})"
             if note not in log:
                 log.append(note)
             return None
-        oracles = {name: _load(description, self.session) for name, description in expected["oracle"].items()}
+        oracles = {name: _load(description, self.session, self.device, trusted=True) for name, description in expected["oracle"].items()}
         assessments = {}
         for name in self._precision_assessed():
             try:
@@ -362,7 +379,7 @@ class EvaluationRun:
         chooser = random.SystemRandom()
         seed = chooser.randrange(2**31)
         span = max(1, options.warmup + options.min_iterations)
-        check = sorted(chooser.sample(range(span), min(options.verify_timed, span)))
+        check = sorted(chooser.sample(range(span), min(self._checkable_calls(workload), span)))
         group = self._group()
         parameters = {"warmup": options.warmup, "min_iterations": options.min_iterations, "max_iterations": options.max_iterations,
                       "budget_s": options.budget_s, "target_spread": options.target_spread, "timer": options.timer, "launch_gate": options.launch_gate,
@@ -385,6 +402,15 @@ class EvaluationRun:
         performance.sol_ms = self._sol_ms(workload, log)
         return performance, verified
 
+    def _checkable_calls(self, workload: Workload) -> int:
+        """verify_timed, fewer where the outputs kept for checking would take more than
+        KEPT_OUTPUTS_BYTES of the device (the last call's outputs are always checked)."""
+        import torch
+
+        one_call = sum(math.prod(spec["shape"]) * torch.empty((), dtype=getattr(torch, spec["dtype"])).element_size()
+                       for spec in self._output_specs(workload).values())
+        return min(self.options.verify_timed, max(0, KEPT_OUTPUTS_BYTES // max(1, one_call) - 1))
+
     def _verify_timed_calls(self, workload: Workload, seed: int, check: list[int], timed: dict[str, Any], deadline: float) -> int:
         checked = timed.get("checked")
         calls = timed.get("calls")
@@ -402,9 +428,9 @@ class EvaluationRun:
         for index in sorted(wanted):
             group = self._group()
             expected = self._ask_reference("prepare", deadline, workload=workload.to_json_dict(), seed=seed, trial=index, reference=True,
-                                           paths=self._paths(workload, inputs=False, outputs=True), group=group)
+                                           paths=self._output_paths(), group=group)
             self._to_release["reference"].append(group)
-            references = {name: _load(description, self.session) for name, description in expected["outputs"].items()}
+            references = {name: _load(description, self.session, self.device, trusted=True) for name, description in expected["outputs"].items()}
             comparison = compare_outputs(answers[index], references, self.problem.definition.outputs, tolerance)
             if comparison.status != Status.PASSED:
                 which = "the last timed call" if index == calls - 1 else f"call {index + 1} of {calls} (warm-up and timed)"
@@ -476,13 +502,8 @@ class EvaluationRun:
 
     # --- small pieces --------------------------------------------------------------------------
 
-    def _paths(self, workload: Workload, inputs: bool, outputs: bool) -> dict[str, str]:
-        paths = {}
-        if inputs:
-            paths.update({f"in:{name}": self.session.new_path(f"in-{name}") for name in self.problem.definition.inputs})
-        if outputs:
-            paths.update({f"out:{name}": self.session.new_path(f"ref-{name}") for name in self.problem.definition.outputs})
-        return paths
+    def _output_paths(self) -> dict[str, str]:
+        return {f"out:{name}": self.session.new_path(f"ref-{name}") for name in self.problem.definition.outputs}
 
     def _output_specs(self, workload: Workload) -> dict[str, Any]:
         axes = self.problem.axes(workload)
@@ -559,14 +580,18 @@ def _correctness(comparison: Comparison, trials: int) -> Correctness:
     )
 
 
-def _load(description: Any, session: Session) -> Any:
+def _load(description: Any, session: Session, device: str, trusted: bool = False) -> Any:
+    """An output as a tensor on the evaluation's device (comparisons of large outputs are much
+    faster there), whichever way it crossed from the worker: our own copy, unless it comes from the
+    (trusted) reference worker by CUDA IPC, which keeps it unchanged until we release it."""
     if isinstance(description, dict) and "scalar" in description:
         return description["scalar"]
     if isinstance(description, dict) and "cuda_ipc" in description:
-        return import_cuda(description).clone()  # our own copy: the other process cannot change it under us
+        tensor = import_cuda(description)
+        return tensor if trusted else tensor.clone()  # our own copy: the solution's process cannot change it under us
     if isinstance(description, dict) and "unsupported" in description:
         return _Unsupported(description["unsupported"])
-    return read_blob(description, session.root).clone()  # our own copy: the solution worker can write the session folder
+    return read_blob(description, session.root).to(device, copy=True)  # our own copy: the solution worker can write the session folder
 
 
 class _Unsupported:

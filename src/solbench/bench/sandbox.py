@@ -15,10 +15,9 @@ first, "none" takes none):
   own network namespace (loopback only), user namespace (even for root: without it the sandboxed
   process could write the host's files through /proc/<bwrap's pid>/root), PID and IPC namespaces (it
   sees and signals only its own processes), all capabilities dropped, no new privileges, killed with
-  its parent. CUDA IPC from the unsandboxed reference worker cannot be opened in there (seen on an
-  H200: "mapping of buffer object failed", with or without shared PID/IPC namespaces; probably since
-  opening a handle needs ptrace-like access to the exporting process), so plan.cuda_ipc is False and
-  the caller passes tensors through host-memory files instead.
+  its parent. CUDA IPC handles of an unsandboxed process cannot be opened in there (seen on an H200:
+  "mapping of buffer object failed"); nothing is mapped into the worker, and whether the orchestrator
+  can map the worker's tensors is probed at start (bench/ipc.py; host-memory files where it cannot).
 - "unshare-net": bwrap does not work (user namespaces off, an old kernel, no package) but
   `unshare --net` does: no network, but file writes are NOT blocked by the OS.
 - "rlimits": neither works: only the limits, the scrubbed environment and the redirected HOME/TMPDIR.
@@ -104,11 +103,6 @@ class SandboxPlan:
     notes: list[str] = field(default_factory=list)
     home: Path | None = None  # the worker's HOME / TMPDIR / caches (None for "none")
     writable: tuple[Path, ...] = ()
-    # Whether CUDA tensors of an unsandboxed process (the reference worker) can be opened in this one by
-    # CUDA IPC. Under bubblewrap they cannot (seen on an H200: "mapping of buffer object failed"); the
-    # likely cause, ptrace-like access to the exporting process, also rules out a user namespace or
-    # dropped capabilities. Where False, the caller passes tensors through host-memory files instead.
-    cuda_ipc: bool = True
 
     def wrap(self, argv: list[str]) -> list[str]:
         return [*self.argv_prefix, *argv]
@@ -143,7 +137,7 @@ def _bwrap_base() -> list[str]:
     # /proc/<bwrap>/root (bwrap's own outer process, uid 0 without capabilities too) and write the host's
     # filesystem through it; from inside a user namespace no process outside it can be ptrace-accessed.
     # Own PID and IPC namespaces: the worker sees and can signal only its own processes (not the
-    # orchestrator, not the reference worker). CUDA IPC does not cross this sandbox anyway (cuda_ipc).
+    # orchestrator, not the reference worker).
     argv += ["--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--die-with-parent", "--cap-drop", "ALL"]
     return argv
 
@@ -237,13 +231,10 @@ def plan_sandbox(mode: str, *, writable: Iterable[Path], device: str, home: Path
         homes = [h for h in _user_homes(source) if not any(_under(h, folder) for folder in folders)]
         argv = _bwrap_argv(folders, readable, env, homes, gpu)
         notes = _bwrap_notes(folders, homes, gpu) + notes
-        cuda_ipc = False
     else:
         argv = []
-        cuda_ipc = True
         if level == "unshare-net":
             argv += [*_unshare_argv(), "--"]  # type: ignore[misc]  # available_level checked it exists
-            cuda_ipc = _is_root()  # --map-root-user: a user namespace
             notes.append("network: blocked (own network namespace, its loopback down)")
         else:
             notes.append(f"network: NOT blocked by the OS ({unshare_works()[1]}); static analysis still refuses sources that use it")
@@ -252,14 +243,11 @@ def plan_sandbox(mode: str, *, writable: Iterable[Path], device: str, home: Path
         if _is_root():
             if setpriv_works():
                 argv += _setpriv_argv()
-                cuda_ipc = False
                 notes.append("capabilities: all dropped, no new privileges (setpriv); still uid 0, so root-owned files stay writable")
             else:
                 notes.append("capabilities: NOT dropped (setpriv missing or not working): the worker runs as root with full rights")
         notes.append("processes: NOT isolated: the worker sees every process and may signal those of its user")
-    if gpu and not cuda_ipc:
-        notes.append("CUDA IPC: not across the sandbox; tensors between the workers go through host-memory files in the session folder")
-    return SandboxPlan(level, argv, env, preexec, notes, home, folders, cuda_ipc)
+    return SandboxPlan(level, argv, env, preexec, notes, home, folders)
 
 
 def scrub_environment(source: Mapping[str, str], home: Path) -> dict[str, str]:

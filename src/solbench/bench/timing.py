@@ -46,7 +46,9 @@ class LaunchGate:
     the GPU reads through unified addressing; open() is a plain store to that memory, so opening
     cannot fail or block. A call that waits for the device itself (synchronize, .item(), a copy to
     the host) would wait for ever behind a closed gate, so a watchdog thread opens it after
-    `watchdog_s`; from then on the gate stays off, with a note saying why.
+    `watchdog_s`; from then on the gate stays off, with a note saying why. The first call after
+    prime() runs ungated: CUDA's lazy module loading, Triton's JIT and cuBLAS's first use wait for
+    the device on a kernel's first launch, which behind a closed gate would fire the watchdog.
     """
 
     def __init__(self, device: str, watchdog_s: float = 0.5):
@@ -63,6 +65,11 @@ class LaunchGate:
         self.note: str | None = None
         self._timer: Any = None
         self._fired = False
+        self.primed = False
+
+    def prime(self) -> None:
+        """The next call runs ungated (the first call of a workload: new kernels load then)."""
+        self.primed = False
 
     def close(self) -> None:
         import threading
@@ -103,23 +110,32 @@ def make_gate(device: str) -> tuple[LaunchGate | None, str | None]:
         return None, f"launch gate unavailable ({type(exc).__name__}: {exc}); host launch gaps inside a call are timed"
 
 
-def _gated(call: Callable[[], Any], gate: LaunchGate | None, before_call: Callable[[], Any] | None = None) -> None:
-    if gate is None or not gate.enabled:
+def _gated(call: Callable[[], Any], gate: LaunchGate | None, before_call: Callable[[], Any] | None = None,
+           after_call: Callable[[], Any] | None = None) -> None:
+    """The call between before_call and after_call, all enqueued behind the gate when there is one."""
+    if gate is None or not gate.enabled or not gate.primed:
         if before_call:
             before_call()
         call()
+        if after_call:
+            after_call()
+        if gate is not None:
+            gate.primed = True
         return
     gate.close()
-    if before_call:
-        before_call()
     try:
+        if before_call:
+            before_call()
         call()
+        if after_call:
+            after_call()
     finally:
         gate.finish()
 
 
 class CpuTimer:
     method = "perf_counter"
+    outlived_ms = 0.0  # no streams to outlive
 
     def measure(self, call: Callable[[], Any], gate: LaunchGate | None = None) -> float:
         start = time.perf_counter()
@@ -129,6 +145,7 @@ class CpuTimer:
 
 class EventTimer:
     method = "cuda_events"
+    outlived_ms = 0.0  # events on the caller's stream cannot see other streams
 
     def measure(self, call: Callable[[], Any], gate: LaunchGate | None = None) -> float:
         import torch
@@ -142,7 +159,11 @@ class EventTimer:
 
 
 class CuptiTimer:
-    """Span of the device activity (kernels, copies, memsets) between two synchronisations."""
+    """Span of the device activity (kernels, copies, memsets) between two synchronisations.
+
+    Also `outlived_ms` of the last call: how long its device work ran on after everything it had
+    put on the caller's stream was done, i.e. work on another stream that was never joined back
+    (its outputs race with whatever the caller does next)."""
 
     method = "cupti"
     _KINDS = ("CONCURRENT_KERNEL", "MEMCPY", "MEMSET")
@@ -150,6 +171,7 @@ class CuptiTimer:
     def __init__(self) -> None:
         from cupti import cupti
 
+        self.outlived_ms = 0.0
         self._cupti = cupti
         self._records: list[tuple[int, int]] = []
         self._kinds = [getattr(cupti.ActivityKind, name) for name in self._KINDS]
@@ -173,15 +195,21 @@ class CuptiTimer:
         self._cupti.activity_flush_all(1)
         self._records.clear()
         begin = self._cupti.get_timestamp()
-        _gated(call, gate)
+        caller_done = torch.cuda.Event()
+        _gated(call, gate, after_call=caller_done.record)  # behind the gate: released together with the call's work
+        caller_done.synchronize()
+        joined = self._cupti.get_timestamp()  # the caller's stream has finished everything the call put on it
         torch.cuda.synchronize()
         finish = self._cupti.get_timestamp()
         self._cupti.activity_flush_all(1)
         inside = [(s, e) for s, e in self._records if s >= begin and e <= finish]
         self._records.clear()
         if not inside:
+            self.outlived_ms = 0.0
             return 0.0  # no device work at all in this call
-        return (max(e for _, e in inside) - min(s for s, _ in inside)) / 1e6
+        last = max(e for _, e in inside)
+        self.outlived_ms = max(0, last - joined) / 1e6
+        return (last - min(s for s, _ in inside)) / 1e6
 
     def close(self) -> None:
         for kind in self._kinds:

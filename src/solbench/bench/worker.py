@@ -25,10 +25,10 @@ from typing import Any, Callable
 
 from solbench.bench.builders import build
 from solbench.bench.integrity import Snapshot, precision_state
-from solbench.bench.ipc import export_cuda, import_cuda
+from solbench.bench.ipc import export_cuda, probe_tensor
 from solbench.bench.precision import oracle_arguments
 from solbench.bench.protocol import Channel, ChannelClosed
-from solbench.bench.shm import read_blob, write_blob
+from solbench.bench.shm import write_blob
 from solbench.bench.timing import CacheFlusher, make_gate, make_timer, measure
 from solbench.spec.definition import Definition
 from solbench.spec.inputs import generate_inputs
@@ -38,6 +38,7 @@ from solbench.spec.solution import Solution
 from solbench.spec.workload import Workload
 
 ERROR_TAIL = 4000
+UNJOINED_SLACK_MS = 0.05  # beyond the error of CUPTI's GPU-to-host timestamp conversion
 SOLUTION_STEPS = ("build", "run", "time")  # requests that run solution code: integrity is checked after each
 
 
@@ -81,7 +82,10 @@ class Worker:
     def hello(self, request: dict[str, Any]) -> dict[str, Any]:
         torch = self.torch
         name = torch.cuda.get_device_name(torch.device(self.device)) if self.device.startswith("cuda") else "cpu"
-        return {"pid": os.getpid(), "device": self.device, "device_name": name, "torch": torch.__version__}
+        answer = {"pid": os.getpid(), "device": self.device, "device_name": name, "torch": torch.__version__}
+        if request.get("ipc_probe") and self.device.startswith("cuda"):  # can the orchestrator map this process's memory?
+            answer["ipc_probe"] = self._describe(probe_tensor(self.device), "", {**request, "ipc": True})
+        return answer
 
     def load_problem(self, request: dict[str, Any]) -> dict[str, Any]:
         definition = Definition.model_validate(request["definition"])
@@ -105,20 +109,14 @@ class Worker:
         return {"cached": built.cached, "log": built.log[-ERROR_TAIL:], "build_dir": str(built.build_dir)}
 
     def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Inputs of one trial into blobs (kept privately when asked, for `expect`), and, if asked,
-        the reference's outputs for them."""
+        """Generates the inputs of one trial (kept privately when asked, for `expect`) and, if asked,
+        computes the reference's outputs for them."""
         self._require_reference()
         workload = Workload.model_validate(request["workload"])
-        paths = request["paths"]
         inputs = generate_inputs(self.problem, workload, seed=request["seed"], trial=request["trial"], device=self.device)
-        if request.get("keep"):
-            self.kept_inputs[request["group"]] = [self._fresh(value) for value in inputs.values()]
-        answer: dict[str, Any] = {}
-        if any(key.startswith("in:") for key in paths):
-            answer["inputs"] = {name: self._describe(value, paths[f"in:{name}"], request) for name, value in inputs.items()}
-        if request.get("reference"):
-            answer.update(self._expected(list(inputs.values()), request))
-        return answer
+        if request.get("keep"):  # nobody else holds them: kept as they are
+            self.kept_inputs[request["group"]] = list(inputs.values())
+        return self._expected(list(inputs.values()), request) if request.get("reference") else {}
 
     def expect(self, request: dict[str, Any]) -> dict[str, Any]:
         """The reference's outputs (and the fp64 oracle's, when asked) for inputs kept by `prepare`:
@@ -130,10 +128,15 @@ class Worker:
         return self._expected(arguments, request)
 
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One correctness call on the given inputs; the outputs (poisoned first when preallocated)
-        go to blobs. With `repeat`, the call is made twice on equal inputs and the second is judged."""
+        """One correctness call on inputs generated here from the request's seed and trial (as the
+        reference generates its own, and as timed calls are fed); the outputs (poisoned first when
+        preallocated) go to blobs. With `repeat`, the call is made twice on equal inputs and the
+        second is judged."""
         self._ensure_timer(request)
-        arguments = self._load_arguments(request["inputs"])
+        if self.gate is not None and request.get("repeat"):  # a workload's first trial: its kernels load now
+            self.gate.prime()
+        workload = Workload.model_validate(request["workload"])
+        arguments = list(generate_inputs(self.problem, workload, seed=int(request["seed"]), trial=int(request["trial"]), device=self.device).values())
         pristine = [self._fresh(value) for value in arguments]
         results, allocated = self._checked_call(arguments, request)
         if request.get("repeat"):
@@ -161,6 +164,8 @@ class Worker:
 
         def keep_finished_call() -> None:
             """Outside the timed region: checks the call just made and keeps its outputs if asked."""
+            if state["index"] >= 0:
+                self._reject_unjoined_work()
             if state["index"] in check and state["results"] is not None:
                 self._reject_bad_outputs(state["results"], state["allocated"])
                 aliased.update(self._aliased(state["results"], state["arguments"]))
@@ -220,6 +225,7 @@ class Worker:
         self._synchronize()
         self.timer.measure(call, self.gate)
         self._synchronize()
+        self._reject_unjoined_work()
         self._reject_bad_outputs(holder["results"], allocated)
         return holder["results"], allocated
 
@@ -230,6 +236,14 @@ class Worker:
             self.function(*arguments, *outputs.values())
             return outputs
         return self._outputs_of(self.function(*arguments))
+
+    def _reject_unjoined_work(self) -> None:
+        """Device work still running after the caller's stream finished the call was put on another
+        stream and never joined back: its outputs race with the caller's next work."""
+        outlived = self.timer.outlived_ms
+        if outlived > UNJOINED_SLACK_MS:
+            raise Violation("unjoined-stream", f"device work of the call ran on for {outlived:.3f} ms after the caller's stream had finished it: "
+                                               "a stream the call never joined back to the caller's (wait for it before returning)")
 
     def _reject_bad_outputs(self, results: dict[str, Any], allocated: dict[str, Any] | None) -> None:
         torch = self.torch
@@ -261,7 +275,9 @@ class Worker:
             behaviour = {"aliased_outputs": self._aliased(results, arguments), "modified_inputs": self._modified(arguments, pristine)}
             arguments = pristine
             oracle = None
-            if request.get("oracle"):
+            if request.get("oracle") and (short := self._short_of_memory_for_oracle(arguments, results)):
+                oracle = short
+            elif request.get("oracle"):
                 try:
                     oracle = self._outputs_of(self.function(*oracle_arguments(arguments)))
                 except Exception as exc:  # noqa: BLE001 - a reference that cannot run in fp64: no oracle, and say why
@@ -276,6 +292,20 @@ class Worker:
 
     # --- helpers -------------------------------------------------------------------------------
 
+    def _short_of_memory_for_oracle(self, arguments: list[Any], results: dict[str, Any]) -> str | None:
+        """Why the fp64 oracle would not fit in the device memory now free (None: it fits). Its
+        inputs and outputs take twice the bytes of fp32 ones, and the reference's intermediates more."""
+        if not self.device.startswith("cuda"):
+            return None
+        torch = self.torch
+        tensors = [value for value in [*arguments, *results.values()] if isinstance(value, torch.Tensor)]
+        needed = 3 * sum(value.numel() * 8 for value in tensors)
+        free, _ = torch.cuda.mem_get_info(torch.device(self.device))
+        free += torch.cuda.memory_reserved(torch.device(self.device)) - torch.cuda.memory_allocated(torch.device(self.device))
+        if needed <= free:
+            return None
+        return f"MemoryError: the fp64 oracle needs about {needed / 2**30:.1f} GiB of device memory, {free / 2**30:.1f} GiB is free"
+
     def _require_reference(self) -> None:
         if self.role != "reference" or self.problem is None:
             raise PermissionError("only the reference worker makes inputs and expected outputs")
@@ -286,16 +316,6 @@ class Worker:
         if len(values) != len(names):
             raise _WrongOutputs(f"returned {len(values)} value(s); the definition declares {len(names)} output(s) ({', '.join(names)})")
         return dict(zip(names, values))
-
-    def _load_arguments(self, described: dict[str, Any]) -> list[Any]:
-        arguments = []
-        for value in described.values():
-            if isinstance(value, dict) and "scalar" in value:
-                arguments.append(value["scalar"])
-            else:
-                tensor = import_cuda(value) if isinstance(value, dict) and "cuda_ipc" in value else read_blob(value)
-                arguments.append(tensor.to(self.device, copy=True))
-        return arguments
 
     def _describe(self, value: Any, path: str, request: dict[str, Any]) -> Any:
         """A tensor for another process: shared in place on the GPU when asked (kept alive until its
