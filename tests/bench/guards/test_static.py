@@ -130,6 +130,10 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     ("decode-yaml-unsafe-load", "PY-DECODE", "import yaml\nT = yaml.unsafe_load(open('tuning.yaml'))  # HERE\n"),
     ("decode-yaml-load-unsafe-loader", "PY-DECODE", "import yaml as y\n\ndef run(text):\n    return y.load(text, Loader=y.UnsafeLoader)  # HERE\n"),
     ("decode-yaml-from-import-loader", "PY-DECODE", "from yaml import load, Loader  # HERE\n"),
+    ("decode-jsonpickle", "PY-DECODE", "import jsonpickle  # HERE\n"),
+    ("decode-ruamel-unsafe-typ", "PY-DECODE", "from ruamel.yaml import YAML\n\ndef run(text):\n    return YAML(typ='unsafe').load(text)  # HERE\n"),
+    ("decode-ruamel-typ-computed", "PY-DECODE", "import ruamel.yaml\n\ndef run(text, kind):\n    return ruamel.yaml.YAML(typ=kind).load(text)  # HERE\n"),
+    ("decode-ruamel-old-load", "PY-DECODE", "import ruamel.yaml\n\ndef run(text):\n    return ruamel.yaml.load(text)  # HERE\n"),
     # embedded binaries
     ("blob-bytes-elf", "PY-BLOB", "IMAGE = b'\\x7fELF\\x02\\x01\\x01\\x00'  # HERE\n"),
     ("blob-str-elf", "PY-BLOB", "IMAGE = '\\x7fELF\\x02\\x01'  # HERE\n"),
@@ -347,6 +351,7 @@ PY_NEAR_MISSES: list[tuple[str, str, str]] = [
     ("profiler-nvtx", "PY-PROFILER", "import torch\n\ndef run(x):\n    torch.cuda.nvtx.range_push('k')\n    with torch.profiler.record_function('k'):\n        y = x * 2\n    torch.cuda.nvtx.range_pop()\n    return y\n"),
     ("decode-torch-load-weights-only", "PY-DECODE", "import torch\nW = torch.load('w.pt', weights_only=True)\n"),
     ("decode-yaml-safe", "PY-DECODE", "import yaml\nT = yaml.safe_load('a: 1')\nU = yaml.load('a: 1', Loader=yaml.SafeLoader)\n"),
+    ("decode-ruamel-safe", "PY-DECODE", "from ruamel.yaml import YAML\nT = YAML(typ='safe').load('a: 1')\nU = YAML().load('a: 1')\n"),
     ("env-none", "PY-ENV", "import os\nflag = os.environ.get('X')\n"),
     ("write-str-replace", "PY-FILE-WRITE", "def run(name):\n    return name.replace('a', 'b').rename if False else name\n"),
     ("read-own-source", "PY-FILE-READ", "import os\nHERE_ = os.path.dirname(os.path.abspath(__file__))\nwith open(os.path.join(HERE_, 'kernel.cu')) as f:\n    SRC = f.read()\n"),
@@ -1356,6 +1361,17 @@ def test_a_file_named_like_a_library_is_reported_alone_and_in_packages():
     for path in ("rmsnorm_ops/os.py", "rmsnorm_ops/random.py", "rmsnorm_ops/types/__init__.py", "os.txt", "torch.json", "main.py",
                  "rmsnorm_kernels.py", "__init__.py"):
         assert analyze_python("x = 1\n", path) == [], path
+
+
+def test_a_file_named_like_a_library_beside_an_entry_point_in_a_subfolder_shadows_it():
+    """The entry point's folder is on sys.path too: src/os.py is importable as os when the entry point is src/main.py."""
+    main = "import os\n\n\ndef run(x):\n    os.system('true')  # HERE\n    return x\n"
+    shadow = {"src/os.py": "def system(cmd):\n    return 0\n"}
+    findings = analyze_solution(make_solution(["pytorch"], "src/main.py::run", {"src/main.py": main, **shadow}))
+    assert {(f.path, f.line, f.rule) for f in findings} >= {("src/os.py", 1, "PY-SHADOW"), ("src/main.py", marked(main), "PY-PROC")}, findings
+    # with the entry point at the root, src/os.py is importable only as src.os: no shadow
+    findings = analyze_solution(make_solution(["pytorch"], "main.py::run", {"main.py": main, **shadow}))
+    assert "PY-SHADOW" not in {f.rule for f in findings}, findings
 
 
 def test_own_modules_with_names_no_library_uses_stay_local():

@@ -31,7 +31,8 @@ RULES: dict[str, tuple[str, str]] = {
     "PY-FFI": (REJECT, "foreign code: ctypes, cffi, mmap, torch.ops.load_library, cuModuleLoadData-style loaders of binaries"),
     "PY-DECODE": (REJECT, "decodes or unpacks embedded data (base64, binascii, zlib, bz2, lzma, gzip, marshal, pickle, codecs, bytes.fromhex), "
                           "or deserialises data that runs code (torch.load(weights_only=False), numpy.load(allow_pickle=True), "
-                          "yaml.unsafe_load/full_load, yaml.load with a Loader other than SafeLoader/CSafeLoader/BaseLoader; "
+                          "yaml.unsafe_load/full_load, yaml.load with a Loader other than SafeLoader/CSafeLoader/BaseLoader, "
+                          "ruamel.yaml's YAML(typ=...) other than rt/safe/base and its old load API, jsonpickle; "
                           "python/object, python/name, python/module tags in a YAML data file)"),
     "PY-BLOB": (REJECT, "a literal holds a binary image (ELF/cubin/fatbin) raw, in base64, in hex or as a list of byte values"),
     "PY-OPAQUE": (WARN, "a long opaque literal (base64/hex text, binary bytes or a long byte list) with no recognisable header"),
@@ -44,7 +45,8 @@ RULES: dict[str, tuple[str, str]] = {
     "PY-HARNESS": (REJECT, "imports the harness (solbench) or __main__"),
     "PY-SYSMODULES": (REJECT, "touches the import system (sys.modules, sys.meta_path, sys.path_hooks)"),
     "PY-SYSPATH": (WARN, "changes sys.path"),
-    "PY-SHADOW": (REJECT, "a solution file named like a library module (os.py, subprocess.py, ctypes/__init__.py, torch/...): while the "
+    "PY-SHADOW": (REJECT, "a solution file named like a library module (os.py, subprocess.py, ctypes/__init__.py, torch/...; at the "
+                          "solution's root or beside an entry point in a subfolder, both on sys.path): while the "
                           "solution is imported it stands in for the library in modules imported then; rename it"),
     "PY-INTROSPECT": (REJECT, "inspects or hooks the interpreter: frames (sys._getframe, inspect.stack, f_back/f_globals), settrace/setprofile, audit hooks, gc.get_objects/get_referrers"),
     "PY-PROFILER": (REJECT, "controls the profiler the timing relies on (CUPTI, torch.profiler.profile, cudaProfilerStart/Stop)"),

@@ -69,6 +69,12 @@ _ban("PY-DECODE", "a YAML loader that builds Python objects from python/* tags, 
      "yaml.FullLoader", "yaml.CLoader", "yaml.CUnsafeLoader", "yaml.CFullLoader", "yaml.loader.Loader", "yaml.loader.UnsafeLoader",
      "yaml.loader.FullLoader", "yaml.cyaml.CLoader", "yaml.cyaml.CUnsafeLoader", "yaml.cyaml.CFullLoader",
      "yaml.constructor.Constructor", "yaml.constructor.UnsafeConstructor", "yaml.constructor.FullConstructor")
+# The same in ruamel.yaml (its YAML(typ="unsafe"/"full") is judged where it is called), and jsonpickle, whose decode
+# builds any object named in the data.
+_ban("PY-DECODE", "a deserialiser that builds arbitrary Python objects from the data, which runs code", "jsonpickle",
+     "ruamel.yaml.load", "ruamel.yaml.load_all", "ruamel.yaml.unsafe_load", "ruamel.yaml.Loader", "ruamel.yaml.UnsafeLoader",
+     "ruamel.yaml.loader.Loader", "ruamel.yaml.loader.UnsafeLoader", "ruamel.yaml.constructor.Constructor",
+     "ruamel.yaml.constructor.UnsafeConstructor", "ruamel.yaml.constructor.FullConstructor")
 _ban("PY-EXEC", "runs code built at run time", "builtins.exec", "builtins.eval", "builtins.compile", "runpy", "code.interact",
      "code.InteractiveInterpreter", "code.InteractiveConsole", "codeop")
 _ban("PY-PATCH", "patches code it does not own", "unittest.mock")
@@ -239,9 +245,11 @@ def analyze_python(source: str, path: str) -> list[Finding]:
 MAX_SOURCE_CHARS = 2_000_000
 
 
-def _analyze_python(source: str, path: str, own_paths: frozenset[str]) -> list[Finding]:
+def _analyze_python(source: str, path: str, own_paths: frozenset[str], import_roots: tuple[str, ...] = ("",)) -> list[Finding]:
+    """import_roots: the solution's folders that are on sys.path while it is imported (its root, and the entry
+    point's folder when that is a subfolder), relative to its root."""
     findings = _analyze_source(source, path, own_paths)
-    shadowed = _shadowed_library(path)
+    shadowed = next((found for root in import_roots if (found := _shadowed_library(_relative_to(path, root))) is not None), None)
     if shadowed is None:
         return findings
     module, library = shadowed
@@ -251,6 +259,14 @@ def _analyze_python(source: str, path: str, own_paths: frozenset[str]) -> list[F
                             f"the solution is imported it can stand in for {library!r} in any module imported then, and elsewhere "
                             f"`import {library}` is the library (its calls are judged as the library's); rename the file")
     return out.sorted()
+
+
+def _relative_to(path: str, root: str) -> str:
+    """`path` as seen from the folder `root` (both relative to the solution's root); "" when it is not inside it."""
+    if not root:
+        return path
+    prefix = root.rstrip("/") + "/"
+    return path[len(prefix):] if path.startswith(prefix) else ""
 
 
 def _shadowed_library(path: str) -> tuple[str, str] | None:
@@ -996,6 +1012,13 @@ class _Analyzer:
                     self.add("PY-DECODE", node, f"{func}({unpickle}={ast.unparse(flag)}): unpickles arbitrary objects, which runs code")
         elif func in _YAML_LOADS:
             self._yaml_load(node, func)
+        elif func in ("ruamel.yaml.YAML", "ruamel.yaml.main.YAML"):
+            typ = next((k.value for k in node.keywords if k.arg == "typ"), None)
+            value = "rt" if typ is None else self.fold(typ)
+            if value not in ("rt", "safe", "base") or any(item.arg is None for item in node.keywords):
+                shown = "**kwargs" if value == "rt" and typ is None else value if value is not None else " ".join(ast.unparse(typ).split())[:60]
+                self.add("PY-DECODE", node, f"{func}(typ={shown!r}): only typ 'rt', 'safe' or 'base' are certainly safe; 'unsafe' "
+                                            "and 'full' build Python objects from python/* tags, which runs code")
         elif func in _PATH_WRITE_FUNCS:
             index, keyword = _PATH_WRITE_FUNCS[func]
             path = self._arg(node, index, keyword)

@@ -16,7 +16,7 @@ visible. The evaluator's run-time checks stay in force.
 from __future__ import annotations
 
 import re
-from posixpath import splitext
+from posixpath import dirname, splitext
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -39,20 +39,21 @@ BINARY_SUFFIXES = {".so", ".o", ".a", ".obj", ".lib", ".cubin", ".fatbin", ".fat
 def analyze_solution(solution: Solution) -> list[Finding]:
     """Findings of every source of the solution, sorted by (path, line)."""
     own_paths = frozenset(source.path for source in solution.sources)
+    import_roots = tuple(dict.fromkeys(["", dirname(solution.spec.entry_file)]))  # both are on sys.path while it is imported
     findings: list[Finding] = []
     for source in solution.sources:
-        findings.extend(_analyze_file(source.path, source.content, own_paths))
+        findings.extend(_analyze_file(source.path, source.content, own_paths, import_roots))
     return sorted(findings, key=lambda f: (f.path, f.line, f.rule))
 
 
-def _analyze_file(path: str, content: str, own_paths: frozenset[str]) -> list[Finding]:
+def _analyze_file(path: str, content: str, own_paths: frozenset[str], import_roots: tuple[str, ...] = ("",)) -> list[Finding]:
     suffix = splitext(path)[1].lower()
     if suffix in BINARY_SUFFIXES or path.lower().endswith(".fatbin.c"):
         out = Collector(path)
         out.add("SRC-BINARY", 1, f"a source file with the binary suffix {suffix!r}: only sources are accepted")
         return out.sorted()
     if suffix in PYTHON_SUFFIXES:
-        return _analyze_python(content, path, own_paths)
+        return _analyze_python(content, path, own_paths, import_roots)
     if suffix in CPP_SUFFIXES:
         return analyze_cpp(content, path)
     out = Collector(path)
