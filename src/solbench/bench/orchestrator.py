@@ -405,10 +405,9 @@ class EvaluationRun:
     def _checkable_calls(self, workload: Workload) -> int:
         """verify_timed, fewer where the outputs kept for checking would take more than
         KEPT_OUTPUTS_BYTES of the device (the last call's outputs are always checked)."""
-        import torch
-
-        one_call = sum(math.prod(spec["shape"]) * torch.empty((), dtype=getattr(torch, spec["dtype"])).element_size()
-                       for spec in self._output_specs(workload).values())
+        axes = self.problem.axes(workload)
+        one_call = sum(spec.dtype.storage_bytes(math.prod(spec.resolve_shape(axes)) if spec.shape is not None else 1)
+                       for spec in self.problem.definition.outputs.values())
         return min(self.options.verify_timed, max(0, KEPT_OUTPUTS_BYTES // max(1, one_call) - 1))
 
     def _verify_timed_calls(self, workload: Workload, seed: int, check: list[int], timed: dict[str, Any], deadline: float) -> int:
