@@ -27,16 +27,11 @@ def probe_tensor(device: str) -> Any:
 
 def probe_fails(description: Any) -> str | None:
     """Why the probe tensor a worker exported cannot be mapped here (None: it can)."""
-    import torch
-
     try:
-        tensor = import_cuda(description)
-        if tensor.tolist() != list(range(PROBE_SIZE)):
+        if import_cuda(description).tolist() != list(range(PROBE_SIZE)):
             return "the probe tensor does not hold what it should"
     except Exception as exc:  # noqa: BLE001 - any failure means: use host-memory files instead
         return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-    finally:
-        torch.cuda.synchronize()
     return None
 
 

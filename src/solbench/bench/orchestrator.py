@@ -132,7 +132,6 @@ class EvaluationRun:
 
     def start(self) -> None:
         self.reference = self._spawn("reference")
-        self.static_notes: list[str] = []
         if self.options.static_analysis:
             self._audit_sources()
         if self.build_failure is None:
@@ -264,8 +263,8 @@ class EvaluationRun:
                 self._worker_output.append(text)
 
     def _check(self, workload: Workload, deadline: float, log: list[str]) -> tuple[Comparison, str | None]:
-        """Correctness trials: the reference makes the inputs, the solution answers, and only then
-        does the reference compute what the answer should be (with an fp64 oracle where the precision
+        """Correctness trials: both workers generate the trial's inputs from the seed, the solution
+        answers, and only then does the reference compute what the answer should be (with an fp64 oracle where the precision
         is assessed); the comparison happens here."""
         comparisons = []
         tolerance = workload.effective_tolerance

@@ -6,8 +6,8 @@ the current stream are the fallback (and miss work on other streams that is not 
 a CPU, time.perf_counter. Before every call, untimed: the L2 is flushed by writing a buffer of
 at least twice its size, and persisting L2 lines are reset.
 
-On CUDA each timed call runs behind a launch gate: the stream waits on a flag until the whole call
-is enqueued, so that the time between two kernels that the host spends launching the second (a
+On CUDA each call runs behind a launch gate (unless turned off; the first call of a workload runs
+ungated): the stream waits on a flag until the whole call is enqueued, so that the time between two kernels that the host spends launching the second (a
 cuBLAS heuristic, a Python loop) is not counted as device time. Measured on an H200: torch.mm of
 4096x4096 bf16 issues a memset and a GEMM with ~20 us of host work between them; without the gate
 the span read 199 us against the GEMM's 176 us.

@@ -1,6 +1,6 @@
 """A worker process: builds and runs one solution (role "solution", untrusted) or the problem's
-reference (role "reference", trusted: it makes the inputs and, after the solution has answered,
-the expected outputs).
+reference (role "reference", trusted: it computes the expected outputs, after the solution has
+answered). Both generate each call's inputs themselves from the seed in the request.
 
     python -m solbench.bench.worker --role solution --read-fd R --write-fd W --device cuda
 
@@ -64,7 +64,7 @@ class Worker:
         self.gate = None
         self.notes: list[str] = []
         self.exports: dict[str, list[Any]] = {}  # tensors shared by CUDA IPC, kept alive per group
-        self.kept_inputs: dict[str, list[Any]] = {}  # reference: private copies of the inputs it handed out, per group
+        self.kept_inputs: dict[str, list[Any]] = {}  # reference: a trial's inputs, kept for `expect`, per group
         if device.startswith("cuda"):
             index = torch.device(device).index
             self.device = device = f"cuda:{torch.cuda.current_device() if index is None else index}"
@@ -112,11 +112,10 @@ class Worker:
         """Generates the inputs of one trial (kept privately when asked, for `expect`) and, if asked,
         computes the reference's outputs for them."""
         self._require_reference()
-        workload = Workload.model_validate(request["workload"])
-        inputs = generate_inputs(self.problem, workload, seed=request["seed"], trial=request["trial"], device=self.device)
+        arguments = self._inputs(Workload.model_validate(request["workload"]), request["seed"], request["trial"])
         if request.get("keep"):  # nobody else holds them: kept as they are
-            self.kept_inputs[request["group"]] = list(inputs.values())
-        return self._expected(list(inputs.values()), request) if request.get("reference") else {}
+            self.kept_inputs[request["group"]] = arguments
+        return self._expected(arguments, request) if request.get("reference") else {}
 
     def expect(self, request: dict[str, Any]) -> dict[str, Any]:
         """The reference's outputs (and the fp64 oracle's, when asked) for inputs kept by `prepare`:
@@ -135,8 +134,7 @@ class Worker:
         self._ensure_timer(request)
         if self.gate is not None and request.get("repeat"):  # a workload's first trial: its kernels load now
             self.gate.prime()
-        workload = Workload.model_validate(request["workload"])
-        arguments = list(generate_inputs(self.problem, workload, seed=int(request["seed"]), trial=int(request["trial"]), device=self.device).values())
+        arguments = self._inputs(Workload.model_validate(request["workload"]), request["seed"], request["trial"])
         pristine = [self._fresh(value) for value in arguments]
         results, allocated = self._checked_call(arguments, request)
         if request.get("repeat"):
@@ -174,8 +172,7 @@ class Worker:
         def prepare() -> Callable[[], Any]:
             keep_finished_call()
             state["index"] += 1
-            inputs = generate_inputs(self.problem, workload, seed=seed, trial=state["index"], device=self.device)
-            arguments = list(inputs.values())
+            arguments = self._inputs(workload, seed, state["index"])
             outputs = self._allocate_outputs(request["outputs"]) if dps else None
             state.update(results=None, arguments=arguments, allocated=_pointers(outputs))
 
@@ -292,23 +289,28 @@ class Worker:
 
     # --- helpers -------------------------------------------------------------------------------
 
+    def _inputs(self, workload: Workload, seed: Any, trial: Any) -> list[Any]:
+        """A call's inputs in the definition's order, generated here (the same in both workers)."""
+        return list(generate_inputs(self.problem, workload, seed=int(seed), trial=int(trial), device=self.device).values())
+
     def _short_of_memory_for_oracle(self, arguments: list[Any], results: dict[str, Any]) -> str | None:
         """Why the fp64 oracle would not fit in the device memory now free (None: it fits). Its
         inputs and outputs take twice the bytes of fp32 ones, and the reference's intermediates more."""
         if not self.device.startswith("cuda"):
             return None
         torch = self.torch
+        device = torch.device(self.device)
         tensors = [value for value in [*arguments, *results.values()] if isinstance(value, torch.Tensor)]
         needed = 3 * sum(value.numel() * 8 for value in tensors)
-        free, _ = torch.cuda.mem_get_info(torch.device(self.device))
-        free += torch.cuda.memory_reserved(torch.device(self.device)) - torch.cuda.memory_allocated(torch.device(self.device))
+        free, _ = torch.cuda.mem_get_info(device)
+        free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
         if needed <= free:
             return None
         return f"MemoryError: the fp64 oracle needs about {needed / 2**30:.1f} GiB of device memory, {free / 2**30:.1f} GiB is free"
 
     def _require_reference(self) -> None:
         if self.role != "reference" or self.problem is None:
-            raise PermissionError("only the reference worker makes inputs and expected outputs")
+            raise PermissionError("only the reference worker computes expected outputs")
 
     def _outputs_of(self, result: Any) -> dict[str, Any]:
         names = list(self.problem.definition.outputs) if self.problem else []

@@ -249,7 +249,7 @@ def _analyze_python(source: str, path: str, own_paths: frozenset[str], import_ro
     """import_roots: the solution's folders that are on sys.path while it is imported (its root, and the entry
     point's folder when that is a subfolder), relative to its root."""
     findings = _analyze_source(source, path, own_paths)
-    shadowed = next((found for root in import_roots if (found := _shadowed_library(_relative_to(path, root))) is not None), None)
+    shadowed = next((found for root in import_roots if (found := _shadowed_library(posixpath.relpath(path, root or "."))) is not None), None)
     if shadowed is None:
         return findings
     module, library = shadowed
@@ -259,14 +259,6 @@ def _analyze_python(source: str, path: str, own_paths: frozenset[str], import_ro
                             f"the solution is imported it can stand in for {library!r} in any module imported then, and elsewhere "
                             f"`import {library}` is the library (its calls are judged as the library's); rename the file")
     return out.sorted()
-
-
-def _relative_to(path: str, root: str) -> str:
-    """`path` as seen from the folder `root` (both relative to the solution's root); "" when it is not inside it."""
-    if not root:
-        return path
-    prefix = root.rstrip("/") + "/"
-    return path[len(prefix):] if path.startswith(prefix) else ""
 
 
 def _shadowed_library(path: str) -> tuple[str, str] | None:
