@@ -85,20 +85,29 @@ def _main(
     """solbench: is the kernel correct, how fast is it really, and how close to the speed of light?"""
 
 
+SynthesizeOption = Annotated[bool, typer.Option("--synthesize-missing-blobs", help="Draw safetensors inputs whose file is absent from the definition (valid index pointers and indices); every trace says so.")]
+TABLE_LIMIT = 30  # validate lists every item in a table up to this many; a whole dataset gets a line per subset
+
+
 @app.command()
 @reports_user_errors
-def validate(paths: PathsArgument = None) -> None:
+def validate(paths: PathsArgument = None, synthesize_missing_blobs: SynthesizeOption = False) -> None:
     """Check problems, datasets, solutions and traces; exit code 1 if anything is invalid."""
-    from solbench.report.problem_tables import validation_table
+    from solbench.report.problem_tables import refusal_line, subset_summaries, validation_table
     from solbench.spec.loaders import flag_duplicate_names, scan
 
-    results = [loaded for path in _default_paths(paths) for loaded in scan(path)]
+    results = [loaded for path in _default_paths(paths) for loaded in scan(path, synthesize_missing_blobs=synthesize_missing_blobs)]
     flag_duplicate_names(results)
-    console.print(validation_table(results))
+    if len(results) <= TABLE_LIMIT:
+        console.print(validation_table(results))
     invalid = [loaded for loaded in results if not loaded.ok]
     for loaded in results:
         for issue in loaded.issues:
             _print_issue(issue)
+    for line in subset_summaries(results):
+        print(line)
+    for loaded in invalid:
+        print(refusal_line(loaded))
     problems = sum(1 for loaded in results if loaded.problem is not None)
     workloads = sum(len(loaded.problem.workloads) for loaded in results if loaded.problem is not None)
     summary = f"{len(results) - len(invalid)} of {len(results)} valid ({problems} problems, {workloads} workloads)"
@@ -132,35 +141,56 @@ def sol(
     paths: PathsArgument = None,
     hardware: Annotated[Optional[str], typer.Option("--hardware", "-H", help="Hardware spec name or YAML file (default: $SOLBENCH_HARDWARE or H200).")] = None,
     workload: Annotated[Optional[list[str]], typer.Option("--workload", "-w", help="Only these workload uuids (a unique prefix of 6+ characters is enough).")] = None,
-    policy: Annotated[str, typer.Option(help="Precision policy: strict, relaxed, or auto (the problem's own, else relaxed for FlashInfer-Trace data, strict otherwise).")] = "auto",
+    policy: Annotated[str, typer.Option(help="Precision policy: strict, relaxed, or auto (the problem's own precision_policy, else relaxed).")] = "auto",
     explain: Annotated[bool, typer.Option("--explain", help="Add the per-op breakdown.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON list, an object per workload.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per workload (JSON lines), as each is known.")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Also append each workload's result to this JSONL file as it is known.")] = None,
+    synthesize_missing_blobs: SynthesizeOption = False,
 ) -> None:
-    """Speed-of-light bounds of each workload: FLOPs by unit, bytes, unfused/fused/cache-aware times."""
+    """Speed-of-light bounds of each workload: FLOPs by unit, bytes, unfused/fused/cache-aware times.
+    Results stream out problem by problem; a problem that fails is one line on stderr, the others go on."""
     import json
 
     from solbench.report.sol_tables import explain_table, sol_table
-    from solbench.sol.api import analyze_paths
+    from solbench.sol.api import iter_analyses
     from solbench.sol.hardware import default_hardware_name, get_hardware
+    from solbench.spec.errors import Issue, SpecError
+    from solbench.spec.files import append_jsonl
 
     if policy not in {"auto", "strict", "relaxed"}:
         raise typer.BadParameter(f"expected strict, relaxed or auto, got {policy!r}", param_hint="--policy")
+    if output is not None and output.exists():
+        raise SpecError("exists already; choose another file (results are appended as they are known)", path=output)
     spec = get_hardware(hardware or default_hardware_name())
-    results, failures = analyze_paths(_default_paths(paths), spec, policy, workload, progress=not as_json)
-    for failure in failures:
-        _print_issue(failure)
-    if as_json:
-        print(json.dumps([r.to_json() for r in results], indent=1))
-    else:
-        if results:
-            console.print(sol_table(results))
-        for result in results:
-            for note in result.notes:
-                console.print(f"[dim]{result.problem}/{result.workload[:8]}: {note}[/dim]")
-            if result.partial:
-                console.print(f"[yellow]{result.problem}/{result.workload[:8]}: partial, no cost rule for {', '.join(result.uncovered_ops)}[/yellow]")
-            if explain:
-                console.print(explain_table(result))
+    failures = 0
+    pending: list[Any] = []  # the current problem's results, printed as one table when it is done
+
+    def flush() -> None:
+        if pending and not as_json:
+            console.print(sol_table(pending))
+            for result in pending:
+                for note in result.notes:
+                    console.print(f"[dim]{result.problem}/{result.workload[:8]}: {note}[/dim]")
+                if result.partial:
+                    console.print(f"[yellow]{result.problem}/{result.workload[:8]}: partial, no cost rule for {', '.join(result.uncovered_ops)}[/yellow]")
+                if explain:
+                    console.print(explain_table(result))
+        pending.clear()
+
+    for item in iter_analyses(_default_paths(paths), spec, policy, workload, progress=not as_json, synthesize_missing_blobs=synthesize_missing_blobs):
+        if isinstance(item, Issue):
+            if item.severity == "error":
+                failures += 1
+                _print_issue(item)
+            continue
+        if pending and pending[-1].problem != item.problem:
+            flush()
+        pending.append(item)
+        if as_json:
+            print(json.dumps(item.to_json()), flush=True)
+        if output is not None:
+            append_jsonl(output, item.to_json())
+    flush()
     if failures:
         raise typer.Exit(1)
 
@@ -173,6 +203,8 @@ def _evaluation_options(device: str, trials: int, timeout: float, compile_timeou
         raise typer.BadParameter("at least 1 trial", param_hint="--trials")
     if timeout <= 0 or compile_timeout <= 0:
         raise typer.BadParameter("timeouts are positive numbers of seconds", param_hint="--timeout")
+    if policy not in {"auto", "strict", "relaxed"}:
+        raise typer.BadParameter(f"expected strict, relaxed or auto, got {policy!r}", param_hint="--policy")
     return EvalOptions(device=device, trials=trials, timeout_s=timeout, compile_timeout_s=compile_timeout, seed=seed,
                        hardware=hardware, reference_latency=reference_latency, timing=timing, policy=policy)
 
@@ -201,6 +233,16 @@ def _progress_line(trace: Any) -> None:
 
 
 DeviceOption = Annotated[str, typer.Option(help="auto (cuda if available), cpu, cuda or cuda:N.")]
+PolicyOption = Annotated[str, typer.Option(help="Precision policy: relaxed (any precision within the tolerance; the default), strict (fp32 work must keep fp32 accuracy; downgrades are REWARD_HACK), or auto (the problem's own precision_policy, else relaxed). Also prices T_SOL.")]
+InputProfileOption = Annotated[str, typer.Option("--input-profile", help="How random inputs without a declared distribution are drawn: plain, sol-execbench (the public harness's rules), or auto (sol-execbench for data in the public layout, plain for solbench's own).")]
+
+
+def _input_profile(value: str) -> str:
+    from solbench.spec.profiles import PROFILES
+
+    if value != "auto" and value not in PROFILES:
+        raise typer.BadParameter(f"expected auto, {', '.join(PROFILES)}; got {value!r}", param_hint="--input-profile")
+    return value
 TrialsOption = Annotated[int, typer.Option(help="Correctness trials per workload, each with fresh inputs.")]
 TimeoutOption = Annotated[float, typer.Option("--timeout", help="Seconds per workload (correctness and timing).")]
 CompileTimeoutOption = Annotated[float, typer.Option("--compile-timeout", help="Seconds for building the solution.")]
@@ -238,7 +280,9 @@ def eval_command(
     hardware: Annotated[Optional[str], typer.Option(help="Hardware spec for T_SOL (default: matched from the GPU).")] = None,
     reference_latency: Annotated[bool, typer.Option("--reference-latency", help="Also time the reference the same way.")] = False,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time solutions that pass.")] = True,
-    policy: Annotated[str, typer.Option(help="Precision policy: strict (fp32 work must keep fp32 accuracy; downgrades are REWARD_HACK), relaxed (any precision within the tolerance), or auto (the problem's own, else strict). Also prices T_SOL.")] = "auto",
+    policy: PolicyOption = "auto",
+    input_profile: InputProfileOption = "auto",
+    synthesize_missing_blobs: SynthesizeOption = False,
     hidden: Annotated[int, typer.Option(help="Hidden workloads drawn from the published axis ranges for this run (correctness only).", min=0)] = 2,
     lock_clocks: Annotated[bool, typer.Option("--lock-clocks", help="Lock the GPU's SM clock at its maximum while timing (changes the GPU's state; needs permission).")] = False,
     static_analysis: Annotated[bool, typer.Option("--static-analysis/--no-static-analysis", help="Refuse sources that static analysis rejects (REWARD_HACK). Turn off only to test the harness itself.")] = True,
@@ -255,7 +299,7 @@ def eval_command(
     from solbench.spec.loaders import load_problems, load_solution
 
     solution = load_solution(solution_path)
-    problems = [p for p in load_problems([problem_path]) if p.name == solution.definition]
+    problems = [p for p in load_problems([problem_path], synthesize_missing_blobs=synthesize_missing_blobs) if p.name == solution.definition]
     if not problems:
         raise SpecError(f"holds no problem named {solution.definition!r} (the solution's definition)", path=problem_path)
     problem = problems[0]
@@ -268,6 +312,7 @@ def eval_command(
     options.launch_gate = launch_gate
     options.sandbox = _sandbox_mode(sandbox)
     options.hidden = hidden  # drawn only when the whole problem is evaluated (no --workload)
+    options.input_profile = _input_profile(input_profile)
     sink, done = _trace_sink(output, resume)
     skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}
 
@@ -300,16 +345,29 @@ def run_command(
     timeout: TimeoutOption = 300.0,
     seed: SeedOption = None,
     sandbox: SandboxOption = "auto",
+    policy: PolicyOption = "auto",
+    input_profile: InputProfileOption = "auto",
+    synthesize_missing_blobs: SynthesizeOption = False,
+    timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time the workloads that pass (--no-timing: correctness only).")] = True,
 ) -> None:
-    """The main job: evaluate each problem's reference (its baseline) on its workloads and print the results."""
+    """The main job: evaluate each problem's reference (its baseline) on its workloads and print the results.
+    A problem that does not load, or whose evaluation fails, is reported and the others go on."""
     from solbench.bench.orchestrator import evaluate, reference_solution, resolve_device
     from solbench.report.eval_tables import traces_table
-    from solbench.spec.loaders import load_problems
+    from solbench.report.problem_tables import refusal_line
+    from solbench.spec.loaders import flag_duplicate_names, scan
 
-    problems = load_problems(_default_paths(paths))
-    options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, True, "auto")
+    found = [loaded for path in _default_paths(paths) for loaded in scan(path, synthesize_missing_blobs=synthesize_missing_blobs)]
+    flag_duplicate_names(found)
+    refused = [loaded for loaded in found if not loaded.ok and loaded.kind not in {"solution", "traces"}]
+    for loaded in refused:
+        for issue in loaded.errors:
+            _print_issue(issue)
+    problems = [loaded.problem for loaded in found if loaded.problem is not None]
+    options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, timing, policy)
     options.static_analysis = False  # the problems' own references: trusted code
     options.sandbox = _sandbox_mode(sandbox)
+    options.input_profile = _input_profile(input_profile)
     device_name = resolve_device(options.device)
     if workloads == "auto":
         workloads = "all" if device_name.startswith("cuda") else "smallest:2"
@@ -317,6 +375,7 @@ def run_command(
         options.budget_s, options.min_iterations, options.verify_timed = 2.0, 5, 1
     sink, done = _trace_sink(output, resume)
     traces = []
+    broken: list[str] = []
     for problem in problems:
         chosen = _choose_workloads(problem, workloads)
         solution = reference_solution(problem)
@@ -326,11 +385,21 @@ def run_command(
             sink(trace)
             _progress_line(trace)
 
-        traces += evaluate(problem, solution, options, workloads=chosen, skip=skip, on_trace=on_trace)
-    console.print(traces_table(traces, title=f"reference solutions on {device_name}"))
+        try:
+            traces += evaluate(problem, solution, options, workloads=chosen, skip=skip, on_trace=on_trace)
+        except Exception as exc:  # noqa: BLE001 - one problem's failure must not stop the others
+            broken.append(f"{problem.source}: evaluation stopped: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+            _print_issue(broken[-1])
+    if traces:
+        console.print(traces_table(traces, title=f"reference solutions on {device_name}"))
+    for loaded in refused:
+        print(refusal_line(loaded))
     failed = [t for t in traces if t.evaluation.status.value != "PASSED"]
-    console.print(f"{len(traces) - len(failed)} of {len(traces)} workloads passed", style="red" if failed else "green")
-    if failed:
+    summary = f"{len(traces) - len(failed)} of {len(traces)} workloads passed"
+    if refused or broken:
+        summary += f"; {len(refused)} problem(s) refused, {len(broken)} stopped"
+    console.print(summary, style="red" if failed or refused or broken else "green")
+    if failed or refused or broken:
         raise typer.Exit(1)
 
 
@@ -352,15 +421,20 @@ def _input_elements(problem: Any, workload: Any) -> int:
 
 @app.command()
 @reports_user_errors
-def audit(solutions: Annotated[list[Path], typer.Argument(help="Solution JSON files.")]) -> None:
+def audit(
+    solutions: Annotated[list[Path], typer.Argument(help="Solution JSON files.")],
+    policy: Annotated[str, typer.Option(help="Precision policy the solutions would be evaluated under: relaxed (precision flags are warnings) or strict (they are refused).")] = "relaxed",
+) -> None:
     """Static analysis of solutions' sources: every finding with its rule, file and line; exit code 1
     if any solution has a finding that the evaluator would refuse (REWARD_HACK)."""
     from solbench.bench.guards.static import analyze_solution
     from solbench.spec.loaders import load_solution
 
+    if policy not in {"strict", "relaxed"}:
+        raise typer.BadParameter(f"expected strict or relaxed, got {policy!r}", param_hint="--policy")
     refused = 0
     for path in solutions:
-        findings = analyze_solution(load_solution(path))
+        findings = analyze_solution(load_solution(path), policy)
         rejects = [f for f in findings if f.severity == "reject"]
         refused += bool(rejects)
         for finding in findings:

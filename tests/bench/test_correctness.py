@@ -21,8 +21,8 @@ def spec(dtype="float32", shape=("M",)):
 
 
 def compare(out, ref, dtype="float32", tolerance=None, shape=("M",), **tol):
-    """One output 'y'."""
-    tolerance = tolerance or Tolerance(**tol)
+    """One output 'y'; every element must match unless the test asks for a lower ratio."""
+    tolerance = tolerance or Tolerance(**{"required_matched_ratio": 1.0, **tol})
     return compare_outputs({"y": out}, {"y": ref}, {"y": spec(dtype, shape)}, tolerance)
 
 
@@ -513,7 +513,7 @@ def test_multiple_outputs_where_the_second_fails():
     declared = {"a": spec(), "b": spec("int32")}
     ref = {"a": t([1.0, 2.0, 4.0, 8.0]), "b": torch.tensor([1, 2, 3], dtype=torch.int32)}
     out = {"a": t([1.0, 2.0, 4.0, 8.05]), "b": torch.tensor([1, 5, 3], dtype=torch.int32)}
-    c = compare_outputs(out, ref, declared, Tolerance(max_atol=0.0, max_rtol=0.01))
+    c = compare_outputs(out, ref, declared, Tolerance(max_atol=0.0, max_rtol=0.01, required_matched_ratio=1.0))
     assert c.status == Status.INCORRECT_NUMERICAL
     assert c.output == "b"
     assert c.message == "output 'b': 1 of 3 elements (33.3%) outside atol 0 + rtol 0.01*|ref|; first at [1]: got 5, expected 2"
@@ -523,7 +523,7 @@ def test_multiple_outputs_where_the_second_fails():
     assert c.matched_ratio == 2 / 3  # the lowest over outputs
     # a failing first output wins, and the second's metrics still count
     out["a"] = t([1.0, 3.0, 4.0, 8.0])
-    c = compare_outputs(out, ref, declared, Tolerance(max_atol=0.0, max_rtol=0.01))
+    c = compare_outputs(out, ref, declared, Tolerance(max_atol=0.0, max_rtol=0.01, required_matched_ratio=1.0))
     assert c.output == "a" and c.first_mismatch_index == [1]
     assert c.max_absolute_error == 3.0 and c.matched_ratio == 2 / 3
 
@@ -531,7 +531,7 @@ def test_multiple_outputs_where_the_second_fails():
 def test_structure_errors_come_before_values():
     declared = {"a": spec(), "b": spec()}
     ref = {"a": t([1.0]), "b": t([1.0])}
-    c = compare_outputs({"a": t([9.0]), "b": t([1.0, 2.0])}, ref, declared, Tolerance())
+    c = compare_outputs({"a": t([9.0]), "b": t([1.0, 2.0])}, ref, declared, Tolerance(required_matched_ratio=1.0))
     assert c.status == Status.INCORRECT_SHAPE and c.output == "b"
 
 

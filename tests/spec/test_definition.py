@@ -486,10 +486,11 @@ def test_unbound_var_axis(three_axes):
     assert [(i.field, i.message) for i in issues] == [("axes.M", "var axis 'M' is not bound")]
 
 
-def test_unknown_axis(three_axes):
-    _, issues = three_axes.resolve_axes({"M": 4, "Q": 1})
-    assert [i.field for i in issues] == ["axes.Q"]
-    assert "unknown axis 'Q'" in issues[0].message and "M, N, K, H" in issues[0].message
+def test_unknown_axis_is_left_out(three_axes):
+    # a quirk of public data: the workload names an axis the definition lacks; check_workload warns
+    values, issues = three_axes.resolve_axes({"M": 4, "Q": 1})
+    assert issues == []
+    assert "Q" not in values and values["M"] == 4
 
 
 def test_negative_axis(three_axes):
@@ -533,7 +534,7 @@ def test_failing_constraint(three_axes):
 def test_axes_for_raises_spec_error_with_the_issues(three_axes):
     with pytest.raises(SpecError) as info:
         three_axes.axes_for({"Q": 1})
-    assert sorted(i.field for i in info.value.issues) == ["axes.M", "axes.Q"]
+    assert sorted(i.field for i in info.value.issues) == ["axes.M"]
     with pytest.raises(SpecError, match="does not hold"):
         three_axes.axes_for({"M": 0})
 

@@ -21,7 +21,9 @@ FP8 = (DType.float8_e4m3fn, DType.float8_e5m2)
 
 def make_problem(inputs: dict[str, Any], workload_inputs: dict[str, Any], *, axes: dict[str, Any] | None = None,
                  bound: dict[str, int] | None = None, reference: str | None = None, root: Path | None = None,
-                 name: str = "inputs_test", uuid: str = "wl-0001", **extra: Any) -> tuple[Problem, Workload]:
+                 name: str = "inputs_test", uuid: str = "wl-0001", profile: str | None = "plain", **extra: Any) -> tuple[Problem, Workload]:
+    """A problem with one workload; its random inputs follow the plain profile (the subject of this
+    file) unless `profile` says otherwise (None: chosen by origin)."""
     definition = Definition.model_validate(
         {
             "name": name,
@@ -33,7 +35,7 @@ def make_problem(inputs: dict[str, Any], workload_inputs: dict[str, Any], *, axe
         }
     )
     workload = Workload.model_validate({"uuid": uuid, "axes": bound if bound is not None else {"M": 5}, "inputs": workload_inputs})
-    problem = Problem(definition, [workload], root=root, workload_lines=[1])
+    problem = Problem(definition, [workload], root=root, workload_lines=[1], input_profile=profile)
     assert check_problem(problem) == [], [str(i) for i in check_problem(problem)]
     return problem, workload
 
@@ -132,7 +134,7 @@ def test_shape_and_dtype_for_every_dtype(every_dtype, dtype):
         assert tuple(tensor.shape) == (5, 6)
 
 
-@pytest.mark.parametrize("dtype", [d for d in DType if d.is_floating and not d.is_packed], ids=lambda d: d.value)
+@pytest.mark.parametrize("dtype", [d for d in DType if d.is_floating and not d.is_fp4], ids=lambda d: d.value)
 def test_default_floats_are_finite_standard_normal(dtype):
     problem, workload = make_problem({"x": {"shape": ["M"], "dtype": dtype.value}}, {"x": {"type": "random"}}, axes={"M": {"type": "var"}}, bound={"M": 20000})
     values = generate_inputs(problem, workload)["x"].to(torch.float64)
@@ -425,7 +427,8 @@ def test_custom_and_random_inputs_together():
         ('{"x": torch.randn(M, N), "lengths": torch.zeros(M)}', r"input 'lengths' is float32\[5\], the definition declares int32\[5\]"),
         ('{"x": torch.randn(M, N)}', r"make_inputs\(\) returned no 'lengths'"),
         ('{"x": [[0.0] * N] * M, "lengths": torch.zeros(M, dtype=torch.int32)}', r"input 'x' should be a tensor, got list"),
-        ('[torch.randn(M, N)]', r"make_inputs\(\) must return a dict of input name -> tensor, got list"),
+        ('[torch.randn(M, N)]', r"make_inputs\(\) returned 1 values; expected one per input \(3\) or per custom input \(2\)"),
+        ('torch.randn(M, N)', r"make_inputs\(\) must return a dict of input name -> tensor, got Tensor"),
     ],
 )
 def test_custom_generator_errors(body, message):

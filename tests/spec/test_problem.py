@@ -99,14 +99,22 @@ def test_missing_input(definition):
     assert found(definition, workload_with(w=None)) == [("inputs.w", "input 'w' of the definition is not described")]
 
 
-def test_unknown_input(definition):
-    issues = found(definition, workload_with(z={"type": "random"}))
-    assert [f for f, _ in issues] == ["inputs.z"]
-    assert "unknown input 'z' (the definition's inputs: x, w, s, t, flag, q, idx)" == issues[0][1]
+def test_unknown_input_is_a_warning(definition):
+    # a quirk of public data (a workload lists inputs the definition lacks): ignored, and said once
+    issues = check_workload(definition, workload_with(z={"type": "random"}), None)
+    assert [(i.field, i.severity) for i in issues] == [("inputs.z", "warning")]
+    assert "unknown input 'z' ignored (the definition's inputs: x, w, s, t, flag, q, idx)" == issues[0].message
+
+
+def test_unknown_axis_is_a_warning(definition):
+    issues = check_workload(definition, Workload.model_validate({**GOOD_WORKLOAD, "axes": {**GOOD_WORKLOAD["axes"], "is_joint_block": 1}}), None)
+    assert [(i.field, i.severity) for i in issues] == [("axes.is_joint_block", "warning")]
+    assert issues[0].message.startswith("unknown axis 'is_joint_block' ignored")
 
 
 def test_missing_and_unknown_together(definition):
-    assert sorted(f for f, _ in found(definition, workload_with(w=None, s=None, z={"type": "custom"}))) == ["inputs.s", "inputs.w", "inputs.z"]
+    # the missing inputs stop the check; the unknown one is not reached
+    assert sorted(f for f, _ in found(definition, workload_with(w=None, s=None, z={"type": "custom"}))) == ["inputs.s", "inputs.w"]
 
 
 def test_scalar_for_a_tensor_shape(definition):
@@ -139,10 +147,17 @@ def test_scalar_value_types(definition, name, value, accepted):
         assert repr(value) in issues[0][1]
 
 
-@pytest.mark.parametrize("spec", [{"type": "random"}, {"type": "custom"}, {"type": "safetensors", "path": "a.safetensors", "tensor_key": "s"}])
-def test_a_python_scalar_needs_a_scalar_description(definition, spec):
-    assert found(definition, workload_with(s=spec)) == [
-        ("inputs.s", "input 's' is a Python scalar (shape null); describe it as {type: scalar, value}")
+def test_a_python_scalar_may_be_random_or_custom(definition):
+    # public data: one random draw of the dtype, or a value from the problem's own input function
+    assert found(definition, workload_with(s={"type": "random"})) == []
+    with_entry = Definition.model_validate(definition_json(custom_inputs_entrypoint="make_inputs"))
+    assert found(with_entry, workload_with(s={"type": "custom"})) == []
+    assert found(definition, workload_with(s={"type": "custom"})) == [("inputs.s", "a custom input needs custom_inputs_entrypoint in the definition")]
+
+
+def test_a_python_scalar_cannot_come_from_a_file(definition):
+    assert found(definition, workload_with(s={"type": "safetensors", "path": "a.safetensors", "tensor_key": "s"})) == [
+        ("inputs.s", "input 's' is a Python scalar (shape null); describe it as scalar, random or custom")
     ]
 
 
@@ -264,7 +279,11 @@ def test_safetensors_relative_path_needs_a_root(definition, blob):
 
 def test_safetensors_file_missing(definition, blob):
     issues = found(definition, workload_with(x=st("x", "blob/missing.safetensors")), blob)
-    assert issues == [("inputs.x.path", f"safetensors file {str(blob / 'blob' / 'missing.safetensors')!r} does not exist")]
+    assert issues == [("inputs.x.path", f"safetensors file {str(blob / 'blob' / 'missing.safetensors')!r} does not exist "
+                                        "(pass --synthesize-missing-blobs to draw such inputs from the definition instead)")]
+    synthesized = check_workload(definition, workload_with(x=st("x", "blob/missing.safetensors")), blob, synthesize_missing=True)
+    assert [(i.field, i.severity) for i in synthesized] == [("inputs.x.path", "warning")]
+    assert "the input is synthesized from the definition (--synthesize-missing-blobs)" in synthesized[0].message
 
 
 def test_safetensors_key_missing(definition, blob):

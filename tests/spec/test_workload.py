@@ -125,7 +125,7 @@ def test_tolerance_defaults():
     tolerance = Tolerance()
     assert tolerance.max_atol == 1e-2
     assert tolerance.max_rtol == 1e-2
-    assert tolerance.required_matched_ratio == 1.0
+    assert tolerance.required_matched_ratio == 0.99  # the public layout's default (issue 10)
     assert tolerance.max_error_cap is None
     assert tolerance.allow_negative_inf is False
     assert tolerance.error_cap == math.inf

@@ -21,6 +21,7 @@ from solbench.bench.shm import BlobError, Session, read_blob
 from solbench.bench.timing import Samples
 from solbench.spec.dtypes import storage_shape
 from solbench.spec.problem import Problem
+from solbench.spec.profiles import resolve_profile
 from solbench.spec.solution import Solution
 from solbench.spec.trace import Correctness, Evaluation, Performance, Status, Trace
 from solbench.spec.workload import Workload
@@ -52,6 +53,7 @@ class EvalOptions:
     launch_gate: bool = True  # hold the stream until each call is enqueued (host launch gaps not timed; un-joined streams show)
     hardware: str | None = None  # spec for T_SOL; default: matched from the GPU's name
     policy: str = "auto"
+    input_profile: str = "auto"  # how undeclared random inputs are drawn: auto | plain | sol-execbench (solbench.spec.profiles)
     cache_root: Path = field(default_factory=lambda: DEFAULT_CACHE)
     log_limit: int = 16_000
     static_analysis: bool = True  # refuse sources with reject findings (REWARD_HACK) before anything runs
@@ -99,6 +101,7 @@ class EvaluationRun:
         from solbench.sol.api import policy_for
 
         self.policy = policy_for(problem, options.policy)
+        self.input_profile = resolve_profile(problem, options.input_profile)  # resolved here: the workers see no workloads
         self.build_precision_changes: dict[str, Any] = {}
         self.published_passed = False
         self.initial_precision: dict[str, Any] = {}
@@ -141,13 +144,14 @@ class EvaluationRun:
         self.environment.update({
             "device": hello["device_name"], "torch": hello["torch"], "platform": platform.platform(),
             "hostname": platform.node(), "seed": self.seed, "solbench": _version(), "precision_policy": self.policy,
+            "input_profile": self.input_profile,
         })
 
     def _audit_sources(self) -> None:
         """Static analysis in the trusted process: reject findings refuse the solution outright."""
         from solbench.bench.guards.static import analyze_solution
 
-        findings = analyze_solution(self.solution)
+        findings = analyze_solution(self.solution, self.policy)
         lines = [f"{'REWARD_HACK' if f.severity == 'reject' else 'warning'} [{f.rule}] {f.path}:{f.line}: {f.message}" for f in findings]
         if any(f.severity == "reject" for f in findings):
             self.build_failure = (Status.REWARD_HACK, "static analysis refused the solution:\n" + "\n".join(lines))
@@ -155,7 +159,8 @@ class EvaluationRun:
 
     def _problem_payload(self) -> dict[str, Any]:
         root = str(self.problem.root) if self.problem.root else None
-        return {"definition": self.problem.definition.to_json_dict(), "root": root, "kind": self.problem.kind, "policy": self.policy}
+        return {"definition": self.problem.definition.to_json_dict(), "root": root, "kind": self.problem.kind, "policy": self.policy,
+                "input_profile": self.input_profile, "synthesize_missing_blobs": self.problem.synthesize_missing_blobs}
 
     def _start_solution_worker(self) -> None:
         self.worker = self._spawn("solution")
@@ -215,6 +220,7 @@ class EvaluationRun:
             status, message = self.build_failure
             return self._trace(workload, status, log=[message, self.worker.new_log(self.options.log_limit) if self.worker else ""])
         log += self.static_notes
+        log += synthesized_notes(self.problem, workload)
         deadline = started + self.options.timeout_s
         self._worker_output = []
         try:
@@ -447,7 +453,7 @@ class EvaluationRun:
             if spec is None:
                 return None  # a CPU: no datasheet spec to bound it with
             self.environment["hardware"] = spec.name
-            return sol_time_ms(self.problem, workload, spec, self.options.policy)
+            return sol_time_ms(self.problem, workload, spec, self.policy)
         except Exception as exc:  # noqa: BLE001 - a missing bound must not lose the measurement
             log.append(f"T_SOL not available: {type(exc).__name__}: {exc}")
             return None
@@ -569,6 +575,19 @@ def _hidden(problem: Problem, options: EvalOptions, seed: int, skip: set[str]) -
         return []
     drawn = hidden_workloads(problem, options.hidden, seed).workloads  # the same draws as before when the seed is the same
     return [workload for workload in drawn if workload.uuid not in skip][:wanted]
+
+
+def synthesized_notes(problem: Problem, workload: Workload) -> list[str]:
+    """One line per input drawn in place of an absent safetensors file (--synthesize-missing-blobs)."""
+    from solbench.spec.inputs import blob_path
+    from solbench.spec.workload import SafetensorsInput
+
+    if not problem.synthesize_missing_blobs:
+        return []
+    return [f"input {name!r} synthesized from the definition: its safetensors file {str(blob_path(problem.root, spec))!r} "
+            "is absent (--synthesize-missing-blobs)"
+            for name, spec in workload.inputs.items()
+            if isinstance(spec, SafetensorsInput) and name in problem.definition.inputs and not blob_path(problem.root, spec).is_file()]
 
 
 def _correctness(comparison: Comparison, trials: int) -> Correctness:

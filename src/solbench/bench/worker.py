@@ -90,7 +90,8 @@ class Worker:
     def load_problem(self, request: dict[str, Any]) -> dict[str, Any]:
         definition = Definition.model_validate(request["definition"])
         root = Path(request["root"]) if request.get("root") else None
-        self.problem = Problem(definition, [], root, kind=request.get("kind", "problem"))
+        self.problem = Problem(definition, [], root, kind=request.get("kind", "problem"), input_profile=request.get("input_profile"),
+                               synthesize_missing_blobs=bool(request.get("synthesize_missing_blobs")))
         if self.role == "reference":
             self.function = reference_module(definition).run
         if request.get("policy") == "strict":

@@ -30,6 +30,34 @@ def validation_table(results: list[Loaded]) -> Table:
     return table
 
 
+PROBLEM_KINDS = {"problem", "kernelbench", "flashinfer"}
+
+
+def subset_summaries(results: list[Loaded]) -> list[str]:
+    """One line per dataset subset: how many of its problems (and other files) are valid."""
+    groups: dict[str, list[Loaded]] = {}
+    for loaded in results:
+        if loaded.kind in PROBLEM_KINDS:
+            groups.setdefault(loaded.subset or "(top level)", []).append(loaded)
+    if set(groups) == {"(top level)"}:
+        return []
+    lines = []
+    for subset, members in sorted(groups.items()):
+        valid = [m for m in members if m.ok]
+        workloads = sum(len(m.problem.workloads) for m in valid if m.problem is not None)
+        warned = sum(1 for m in valid if m.warnings)
+        note = f"; {warned} with warnings" if warned else ""
+        lines.append(f"{subset}: {len(valid)} of {len(members)} valid ({workloads} workloads){note}")
+    return lines
+
+
+def refusal_line(loaded: Loaded) -> str:
+    """One line for something that did not load: where, and its first error."""
+    errors = loaded.errors
+    more = f" (+{len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    return f"refused: {errors[0]}{more}" if errors else f"refused: {loaded.path}"
+
+
 def problems_summary(problems: list[Problem]) -> Table:
     table = Table(title=f"{len(problems)} problems")
     for column in ("name", "op_type", "model", "axes (var)", "inputs", "outputs", "workloads"):
@@ -88,8 +116,8 @@ def problem_details(problem: Problem) -> Group:
     return Group(*parts)
 
 
-def _shape(spec: TensorSpec) -> str:
-    return "scalar" if spec.shape is None else "[" + ", ".join(str(d) for d in spec.shape) + "]"
+def _shape(spec: TensorSpec) -> Text:
+    return Text("scalar" if spec.shape is None else "[" + ", ".join(str(d) for d in spec.shape) + "]")  # Text: never read as markup
 
 
 def _distribution(spec: TensorSpec) -> str:

@@ -145,12 +145,13 @@ def analyze_graph(graph: Graph, problem: str, workload: str, hardware: HardwareS
         return max(per_unit.values(), default=0.0), per_unit
 
     t_compute, per_unit_time = compute_time(flops)
+    problem_storages = {t.storage for t in (*graph.inputs.values(), *graph.outputs.values())}
     bytes_unfused = 0.0
     t_unfused = 0.0
     for report in reports:
         if report.cost is None:
             continue
-        moved = sum(_priced_bytes(t, b, policy) for t, b in report.cost.reads + report.cost.writes)
+        moved = sum(_priced_bytes(t, b, policy, problem_storages) for t, b in report.cost.reads + report.cost.writes)
         bytes_unfused += moved
         report.time_s = max(compute_time(report.cost.flops)[0], moved / bandwidth)
         t_unfused += report.time_s
@@ -186,9 +187,10 @@ def analyze_graph(graph: Graph, problem: str, workload: str, hardware: HardwareS
     )
 
 
-def _priced_bytes(tensor: TensorInfo, count: int, policy: Policy) -> float:
-    """Under the relaxed policy an fp32 intermediate may be kept in 16 bits."""
-    if policy == "relaxed" and tensor.role == "intermediate" and tensor.dtype == DType.float32:
+def _priced_bytes(tensor: TensorInfo, count: int, policy: Policy, problem_storages: set[int]) -> float:
+    """Under the relaxed policy an fp32 intermediate may be kept in 16 bits (a view of a problem input
+    or output is no intermediate: it is that tensor's memory, at its dtype)."""
+    if policy == "relaxed" and tensor.role == "intermediate" and tensor.dtype == DType.float32 and tensor.storage not in problem_storages:
         return count / 2
     return count
 

@@ -70,8 +70,8 @@ class Distribution(SpecModel):
 
     def issues_for(self, dtype: DType) -> list[Issue]:
         found = []
-        if dtype.is_packed:
-            return [Issue(f"{dtype.value} inputs are drawn as random codes; they take no distribution", field="kind")]
+        if dtype.is_fp4:
+            return [Issue(f"{dtype.value} inputs are drawn by the input profile; they take no distribution", field="kind")]
         if self.kind == "integers" and dtype.is_floating:
             found.append(Issue(f"kind 'integers' does not fit a {dtype.value} input; use 'uniform'", field="kind"))
         if self.kind in {"normal", "uniform"} and not dtype.is_floating:
@@ -149,10 +149,25 @@ class TensorSpec(SpecModel):
     def is_scalar(self) -> bool:
         return self.shape is None
 
+    @property
+    def dims(self) -> list[int | str]:
+        """The shape with integer literals as ints (public data writes some as strings of digits,
+        `["1", "hidden_size"]`) and axis names as str; the file keeps its own spelling."""
+        return [literal_dim(dim) for dim in self.shape or []]
+
+    @property
+    def axis_names(self) -> list[str]:
+        return [dim for dim in self.dims if isinstance(dim, str)]
+
     def resolve_shape(self, axes: dict[str, int]) -> tuple[int, ...]:
         if self.shape is None:
             return ()
-        return tuple(dim if isinstance(dim, int) else axes[dim] for dim in self.shape)
+        return tuple(dim if isinstance(dim, int) else axes[dim] for dim in self.dims)
+
+
+def literal_dim(dim: int | str) -> int | str:
+    """A shape entry: an int, a string of digits (that int), or an axis name."""
+    return int(dim) if isinstance(dim, str) and dim.isascii() and dim.isdigit() else dim
 
 
 class Definition(SpecModel):
@@ -198,8 +213,8 @@ class Definition(SpecModel):
                 field = f"{group}.{name}"
                 if not name.isidentifier() or keyword.iskeyword(name):
                     issues.append(Issue(f"{name!r} is not a Python identifier, so it cannot be a parameter of run()", field=field))
-                for dim in tensor.shape or []:
-                    if isinstance(dim, str) and dim not in self.axes:
+                for dim in tensor.axis_names:
+                    if dim not in self.axes:
                         issues.append(Issue(f"shape uses unknown axis {dim!r} (declared axes: {', '.join(self.axes) or 'none'})", field=f"{field}.shape"))
                 if tensor.distribution is not None:
                     if group == "outputs":
@@ -272,7 +287,8 @@ class Definition(SpecModel):
         return [n for n, a in self.axes.items() if isinstance(a, VarAxis)]
 
     def resolve_axes(self, given: dict[str, int]) -> tuple[dict[str, int], list[Issue]]:
-        """All axis values for a workload's var axes, with an issue per unbound, unknown or bad axis."""
+        """All axis values for a workload's var axes, with an issue per unbound or bad axis (axes
+        the definition does not have are left out)."""
         issues: list[Issue] = []
         values: dict[str, int] = {}
         for name, axis in self.axes.items():
@@ -285,8 +301,7 @@ class Definition(SpecModel):
                     issues.append(Issue(f"axis {name!r} must be >= 0, got {given[name]}", field=f"axes.{name}"))
                 else:
                     values[name] = given[name]
-        for name in given.keys() - self.axes.keys():
-            issues.append(Issue(f"unknown axis {name!r} (the definition's axes: {', '.join(self.axes) or 'none'})", field=f"axes.{name}"))
+        # an axis the definition does not have is ignored here (check_workload warns about it)
         if issues:
             return values, issues
         for name in self.axis_order:
@@ -299,7 +314,7 @@ class Definition(SpecModel):
                 issues.append(Issue(f"expression axis {name!r} evaluates to {value} < 0", field=f"axes.{name}"))
             values[name] = value
         for name, value in given.items():
-            if not isinstance(self.axes[name], VarAxis) and values.get(name) != value:
+            if name in self.axes and not isinstance(self.axes[name], VarAxis) and values.get(name) != value:
                 issues.append(Issue(f"axis {name!r} is {self.axes[name].type} = {values.get(name)}; the workload may not set it to {value}", field=f"axes.{name}"))
         for index, constraint in enumerate(self.constraints):
             try:

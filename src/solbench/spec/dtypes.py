@@ -19,7 +19,8 @@ class DType(str, Enum):
     bfloat16 = "bfloat16"
     float8_e4m3fn = "float8_e4m3fn"
     float8_e5m2 = "float8_e5m2"
-    float4_e2m1 = "float4_e2m1"
+    float4_e2m1 = "float4_e2m1"  # logical shapes; stored two per byte (the last dimension halved)
+    float4_e2m1fn_x2 = "float4_e2m1fn_x2"  # PyTorch's packed fp4: physical shapes, one element = two e2m1 values
     int64 = "int64"
     int32 = "int32"
     int16 = "int16"
@@ -39,6 +40,16 @@ class DType(str, Enum):
     def is_packed(self) -> bool:
         """True for sub-byte dtypes stored several elements per byte (fp4: two per byte)."""
         return self.bits < 8
+
+    @property
+    def is_fp4(self) -> bool:
+        """Either spelling of e2m1 fp4: logical (float4_e2m1) or packed pairs (float4_e2m1fn_x2)."""
+        return self in (DType.float4_e2m1, DType.float4_e2m1fn_x2)
+
+    @property
+    def values_per_element(self) -> int:
+        """e2m1 values one element of this dtype holds (two for the packed pair dtype)."""
+        return 2 if self == DType.float4_e2m1fn_x2 else 1
 
     @property
     def integer_range(self) -> tuple[int, int]:
@@ -79,6 +90,7 @@ _BITS = {
     DType.float8_e4m3fn: 8,
     DType.float8_e5m2: 8,
     DType.float4_e2m1: 4,
+    DType.float4_e2m1fn_x2: 8,
     DType.int64: 64,
     DType.int32: 32,
     DType.int16: 16,
@@ -94,9 +106,11 @@ _FLOATING = {
     DType.float8_e4m3fn,
     DType.float8_e5m2,
     DType.float4_e2m1,
+    DType.float4_e2m1fn_x2,
 }
-# fp4 is stored as torch.float4_e2m1fn_x2: two values per byte, so its last dimension is halved.
-_TORCH_NAME = {DType.float4_e2m1: "float4_e2m1fn_x2"}
+# Logical fp4 is stored as torch.float4_e2m1fn_x2: two values per byte, so its last dimension is
+# halved. from_torch() maps that torch dtype back to logical fp4 (the first entry here).
+_TORCH_NAME = {DType.float4_e2m1: "float4_e2m1fn_x2", DType.float4_e2m1fn_x2: "float4_e2m1fn_x2"}
 
 
 def storage_shape(dtype: DType, logical_shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -50,12 +50,18 @@ InputSpec = Annotated[
 RATIO_ALIAS = "required_match_ratio"
 
 
-class Tolerance(SpecModel):
-    """Element i matches when |out - ref| <= max_atol + max_rtol * |ref|."""
+DEFAULT_ATOL = 1e-2
+DEFAULT_RTOL = 1e-2
+DEFAULT_MATCHED_RATIO = 0.99  # the public layout's default: non-deterministic references (atomics) pass against themselves
 
-    max_atol: float = Field(1e-2, ge=0)
-    max_rtol: float = Field(1e-2, ge=0)
-    required_matched_ratio: float = Field(1.0, ge=0, le=1)
+
+class Tolerance(SpecModel):
+    """Element i matches when |out - ref| <= max_atol + max_rtol * |ref|; absent fields take the
+    public layout's defaults (1e-2, 1e-2, a matched ratio of 0.99)."""
+
+    max_atol: float = Field(DEFAULT_ATOL, ge=0)
+    max_rtol: float = Field(DEFAULT_RTOL, ge=0)
+    required_matched_ratio: float = Field(DEFAULT_MATCHED_RATIO, ge=0, le=1)
     max_error_cap: float | None = Field(None, ge=0)
     allow_negative_inf: bool = False
     _ratio_spelling: str | None = PrivateAttr(None)

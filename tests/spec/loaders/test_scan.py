@@ -301,7 +301,7 @@ def test_load_problems_raises_one_spec_error_listing_all_errors(tmp_path):
     paths = [
         PROBLEM,
         malformed / "dtype_unknown",
-        malformed / "workload_unknown_axis",
+        malformed / "workload_missing_var_axis",
         malformed / "solution_parent_path.json",
         tmp_path / "nowhere",
     ]
@@ -310,7 +310,7 @@ def test_load_problems_raises_one_spec_error_listing_all_errors(tmp_path):
     issues = raised.value.issues
     assert [(i.path, i.line, i.field) for i in issues] == [
         (malformed / "dtype_unknown" / "definition.json", None, "inputs.x.dtype"),
-        (malformed / "workload_unknown_axis" / "workload.jsonl", 2, "axes.Q"),
+        (malformed / "workload_missing_var_axis" / "workload.jsonl", 2, "axes.B"),
         (malformed / "solution_parent_path.json", None, "sources.1.path"),
         (tmp_path / "nowhere", None, None),
     ]

@@ -25,29 +25,32 @@ __all__ = ["Loaded", "flag_duplicate_names", "scan", "load_problems", "load_solu
 SKIPPED_FOLDERS = {"__pycache__", "node_modules"}
 
 
-def scan(path: Path | str) -> list[Loaded]:
-    """Everything under path, each loaded or with the issues that stopped it. Never raises SpecError."""
+def scan(path: Path | str, *, synthesize_missing_blobs: bool = False) -> list[Loaded]:
+    """Everything under path, each loaded or with the issues that stopped it. Never raises SpecError.
+    With synthesize_missing_blobs, a safetensors input whose file is absent is a warning (the input
+    is drawn from the definition), not an error."""
+    synthesize = synthesize_missing_blobs
     path = Path(path)
     if not path.exists():
         return [Loaded(path, "unknown", issues=[Issue("does not exist", path)])]
     if path.is_file():
-        return [_load_file(path)]
+        return [_load_file(path, synthesize)]
     if (path / DEFINITION_FILE).is_file():
-        return [load_problem_folder(path)]
+        return [load_problem_folder(path, synthesize_missing_blobs=synthesize)]
     if is_flashinfer_root(path):
-        return [_load_flashinfer_file(path, f) for f in flashinfer_files(path)] or [
+        return [_load_flashinfer_file(path, f, synthesize) for f in flashinfer_files(path)] or [
             Loaded(path, "flashinfer", issues=[Issue("FlashInfer-Trace folder holds no definition", path)])
         ]
-    found = list(_scan_dataset(path, path))
+    found = list(_scan_dataset(path, path, synthesize))
     if not found:
         return [Loaded(path, "unknown", issues=[Issue("holds no problem folder, KernelBench-style file, solution or trace", path)])]
     flag_duplicate_names(found)
     return found
 
 
-def load_problems(paths: Iterable[Path | str]) -> list[Problem]:
+def load_problems(paths: Iterable[Path | str], *, synthesize_missing_blobs: bool = False) -> list[Problem]:
     """Every problem under the paths; raises SpecError listing every error if any is invalid."""
-    results = [(Path(path), loaded) for path in paths for loaded in scan(path)]
+    results = [(Path(path), loaded) for path in paths for loaded in scan(path, synthesize_missing_blobs=synthesize_missing_blobs)]
     flag_duplicate_names([loaded for _, loaded in results])
     problems: list[Problem] = []
     issues: list[Issue] = []
@@ -77,25 +80,33 @@ def load_traces(path: Path | str) -> list[Trace]:
     return loaded.traces or []
 
 
-def _scan_dataset(root: Path, folder: Path) -> Iterable[Loaded]:
+def _scan_dataset(root: Path, folder: Path, synthesize: bool) -> Iterable[Loaded]:
     for child in sorted(folder.iterdir()):
         if child.name.startswith(".") or child.name in SKIPPED_FOLDERS:
             continue
         if child.is_dir():
             if (child / DEFINITION_FILE).is_file():
-                loaded = load_problem_folder(child, subset=_subset(root, child.parent))
+                loaded = load_problem_folder(child, subset=_subset(root, child.parent), synthesize_missing_blobs=synthesize)
+                loaded.subset = _subset(root, child.parent)
                 yield loaded
             elif is_flashinfer_root(child):
-                yield from scan(child)
+                for loaded in scan(child, synthesize_missing_blobs=synthesize):
+                    loaded.subset = _subset(root, child)
+                    if loaded.problem is not None:
+                        loaded.problem.subset = loaded.subset
+                    yield loaded
             else:
-                yield from _scan_dataset(root, child)
+                yield from _scan_dataset(root, child, synthesize)
         elif child.suffix == ".py" and _is_kernelbench(child):
             loaded = load_kernelbench_file(child)
+            loaded.subset = _subset(root, child.parent)
             if loaded.problem is not None:
-                loaded.problem.subset = _subset(root, child.parent)
+                loaded.problem.subset = loaded.subset
             yield loaded
         elif child.suffix in {".json", ".jsonl"}:
-            yield _load_file(child)
+            loaded = _load_file(child, synthesize)
+            loaded.subset = _subset(root, child.parent)
+            yield loaded
 
 
 def _subset(root: Path, folder: Path) -> str | None:
@@ -110,18 +121,18 @@ def _is_kernelbench(path: Path) -> bool:
         return False
 
 
-def _load_file(path: Path) -> Loaded:
+def _load_file(path: Path, synthesize: bool = False) -> Loaded:
     if path.suffix == ".py":
         if not _is_kernelbench(path):
             return Loaded(path, "unknown", issues=[Issue("not a KernelBench-style file: it needs class Model(...) and def get_inputs()", path)])
         return load_kernelbench_file(path)
     if path.suffix == ".jsonl":
         if path.name == WORKLOAD_FILE and (path.parent / DEFINITION_FILE).is_file():
-            return load_problem_folder(path.parent)
+            return load_problem_folder(path.parent, synthesize_missing_blobs=synthesize)
         return _load_traces(path)
     if path.suffix == ".json":
         if path.name == DEFINITION_FILE:
-            return load_problem_folder(path.parent)
+            return load_problem_folder(path.parent, synthesize_missing_blobs=synthesize)
         try:
             data = read_json(path)
         except SpecError as exc:
@@ -132,16 +143,16 @@ def _load_file(path: Path) -> Loaded:
         if isinstance(data, dict) and {"axes", "inputs", "outputs", "reference"} & data.keys():
             flashinfer_root = _flashinfer_root_of(path)
             if flashinfer_root is not None:
-                return load_flashinfer_definition(flashinfer_root, path)
+                return load_flashinfer_definition(flashinfer_root, path, synthesize_missing_blobs=synthesize)
             return Loaded(path, "problem", issues=[Issue(f"a definition outside a problem folder: name it {DEFINITION_FILE} and put {WORKLOAD_FILE} beside it", path)])
         return Loaded(path, "unknown", issues=[Issue("neither a definition (axes, inputs, outputs, reference) nor a solution (spec, sources)", path)])
     return Loaded(path, "unknown", issues=[Issue("unsupported file type: expected a problem folder, .py, .json or .jsonl", path)])
 
 
-def _load_flashinfer_file(root: Path, path: Path) -> Loaded:
+def _load_flashinfer_file(root: Path, path: Path, synthesize: bool) -> Loaded:
     if path.is_relative_to(root / "definitions"):
-        return load_flashinfer_definition(root, path)
-    return _load_file(path)
+        return load_flashinfer_definition(root, path, synthesize_missing_blobs=synthesize)
+    return _load_file(path, synthesize)
 
 
 def _flashinfer_root_of(path: Path) -> Path | None:

@@ -15,7 +15,7 @@ def is_flashinfer_root(folder: Path) -> bool:
     return (folder / "definitions").is_dir()
 
 
-def load_flashinfer_definition(root: Path, definition_path: Path) -> Loaded:
+def load_flashinfer_definition(root: Path, definition_path: Path, *, synthesize_missing_blobs: bool = False) -> Loaded:
     loaded = Loaded(definition_path, "flashinfer", name=definition_path.stem)
     definition, loaded.issues, _ = load_definition(definition_path)
     if definition is None:
@@ -30,7 +30,7 @@ def load_flashinfer_definition(root: Path, definition_path: Path) -> Loaded:
     else:
         workloads, lines, issues, trace_shaped = load_workloads(workload_path, definition.name)
         loaded.issues += issues
-    problem = Problem(definition, workloads, root, definition_path, "flashinfer", lines)
+    problem = Problem(definition, workloads, root, definition_path, "flashinfer", lines, synthesize_missing_blobs=synthesize_missing_blobs)
     loaded.issues += locate_workload_issues(check_problem(problem), workload_path, trace_shaped)
     if loaded.ok:
         loaded.problem = problem

@@ -20,6 +20,7 @@ class Loaded:
     solution: Solution | None = None
     traces: list[Trace] | None = None
     issues: list[Issue] = field(default_factory=list)
+    subset: str | None = None  # the dataset subset folder it was found in (also when it did not load)
 
     @property
     def errors(self) -> list[Issue]:

@@ -9,7 +9,7 @@ from solbench.spec.definition import Definition
 from solbench.spec.errors import Issue, SpecError
 from solbench.spec.files import dump_json, dump_jsonl, parse_model, read_json, read_jsonl, write_text_safely
 from solbench.spec.loaders.loaded import Loaded
-from solbench.spec.problem import Problem, check_problem
+from solbench.spec.problem import Problem, check_problem, once_per_file
 from solbench.spec.workload import Workload
 
 DEFINITION_FILE = "definition.json"
@@ -79,7 +79,7 @@ def load_workloads(path: Path, definition_name: str | None = None) -> tuple[list
         if workload is not None:
             workloads.append(workload)
             lines.append(number)
-    return workloads, lines, issues, trace_shaped
+    return workloads, lines, once_per_file(issues), trace_shaped
 
 
 def locate_workload_issues(issues: list[Issue], path: Path | None, trace_shaped: set[int]) -> list[Issue]:
@@ -87,7 +87,7 @@ def locate_workload_issues(issues: list[Issue], path: Path | None, trace_shaped:
     return [i.located(path=path, prefix="workload" if i.line in trace_shaped else None) for i in issues]
 
 
-def load_problem_folder(folder: Path, subset: str | None = None) -> Loaded:
+def load_problem_folder(folder: Path, subset: str | None = None, *, synthesize_missing_blobs: bool = False) -> Loaded:
     definition_path = folder / DEFINITION_FILE
     workload_path = folder / WORKLOAD_FILE
     reference_path = folder / REFERENCE_FILE
@@ -105,7 +105,8 @@ def load_problem_folder(folder: Path, subset: str | None = None) -> Loaded:
     if definition is None:
         return loaded
     reference_file = reference_path if reference_from_file else None
-    problem = Problem(definition, workloads, folder, folder, "problem", lines, reference_file, subset)
+    problem = Problem(definition, workloads, folder, folder, "problem", lines, reference_file, subset,
+                      synthesize_missing_blobs=synthesize_missing_blobs)
     loaded.issues += locate_workload_issues(check_problem(problem), workload_path, trace_shaped)
     if loaded.ok:
         loaded.problem = problem
