@@ -2,11 +2,23 @@
 # One device call that runs every GPU check of the evaluator, each step under its own time limit and
 # writing its log to $OUT as it goes (a step that hangs costs its limit, not the call).
 #   run on the GPU machine from the repository root, after installing the wheels (see README):
-#   bash benchmarks/h200_checks.sh [STEP...]   steps: gate gpu-tests corpus overhead overhead-ungated ncu-gemm ncu-memory
+#   bash benchmarks/h200_checks.sh [STEP...]   steps: gate gpu-tests corpus legit overhead overhead-ungated ncu-gemm ncu-memory
+#        synthetic tightness verify-bundled verify-synthetic self-check
+#   SYNTHETIC (default /tmp/syn): where the synthetic dataset is written; VERIFY_SUBSET: problem folders of it to verify
+#   (a glob under $SYNTHETIC, default all; SELF_CHECK_SUBSET likewise); VERIFY_WORKLOADS (default spread:2); VERIFY_COMPILE (default: default;
+#   none: eager only); VERIFY_BUDGET (s per workload and candidate, default 1); VERIFY_LIMIT (s per verify step, default 560)
 set -uo pipefail
 OUT=${OUT:-/tmp/h200-checks}
 mkdir -p "$OUT"
 steps=("$@")
+SYNTHETIC=${SYNTHETIC:-/tmp/syn}
+VERIFY_SUBSET=${VERIFY_SUBSET:-*/*}
+VERIFY_WORKLOADS=${VERIFY_WORKLOADS:-spread:2}
+VERIFY_COMPILE=${VERIFY_COMPILE:-default}
+VERIFY_BUDGET=${VERIFY_BUDGET:-1.0}
+VERIFY_LIMIT=${VERIFY_LIMIT:-560}
+SELF_CHECK_SUBSET=${SELF_CHECK_SUBSET:-*/*}
+SELF_CHECK_WORKLOADS=${SELF_CHECK_WORKLOADS:-smallest:2}
 [ ${#steps[@]} -eq 0 ] && steps=(gate gpu-tests corpus overhead)
 
 step() {  # name, limit in seconds, command...
@@ -26,6 +38,15 @@ for name in "${steps[@]}"; do
     overhead) step overhead 120 python3 benchmarks/eval_overhead.py --repeats 3 ;;
     overhead-ungated) step overhead-ungated 120 python3 benchmarks/eval_overhead.py --repeats 3 --no-launch-gate ;;
     ncu-gemm) step ncu-gemm 560 python3 benchmarks/timing_vs_ncu.py --kinds gemm --json "$OUT/ncu-gemm.json" ;;
+    legit) step legit 420 python3 -m pytest -q -p no:cacheprovider -m gpu tests/exploits -k legit ;;
+    synthetic) step synthetic 120 python3 -m solbench.dataset.synthetic "$SYNTHETIC" ;;
+    tightness) step tightness 300 python3 benchmarks/sol_tightness_gpu.py --json "$OUT/tightness.json" ;;
+    verify-bundled) step verify-bundled "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify tests/data/sol_execbench_layout src/solbench/dataset/problems \
+        --workloads "$VERIFY_WORKLOADS" --compile-mode "$VERIFY_COMPILE" --budget "$VERIFY_BUDGET" --synthesize-missing-blobs -o "$OUT/verify-bundled.jsonl" ;;
+    verify-synthetic) step verify-synthetic "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify $(ls -d $SYNTHETIC/$VERIFY_SUBSET) \
+        --workloads "$VERIFY_WORKLOADS" --compile-mode "$VERIFY_COMPILE" --budget "$VERIFY_BUDGET" -o "$OUT/verify-synthetic.jsonl" ;;
+    self-check) step self-check 560 python3 benchmarks/reference_self_check.py tests/data/sol_execbench_layout $(ls -d $SYNTHETIC/$SELF_CHECK_SUBSET) \
+        --seeds 1 2 --no-timing --workloads "$SELF_CHECK_WORKLOADS" --out "$OUT/self-check" ;;
     ncu-memory) step ncu-memory 560 python3 benchmarks/timing_vs_ncu.py --kinds memory --json "$OUT/ncu-memory.json" ;;
     *) echo "unknown step $name" >&2; exit 2 ;;
   esac

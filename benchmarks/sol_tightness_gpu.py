@@ -47,6 +47,21 @@ def gemm_case(m: int, n: int, k: int) -> None:
 for shape in [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 16384, 16384), (16, 8192, 8192), (1024, 14336, 4096), (128, 4096, 14336)]:
     gemm_case(*shape)
 
+
+def upcast_gemm_case(n: int) -> None:
+    """bf16 in, fp32 math in the reference, bf16 out (issue 11): bf16 tensor cores compute it exactly."""
+    case(
+        f"gemm_bf16_upcast_{n}",
+        {"a": ([n, n], "bfloat16"), "b": ([n, n], "bfloat16")},
+        {"c": ([n, n], "bfloat16")},
+        "import torch\ndef run(a, b):\n    return (a.to(torch.float32) @ b.to(torch.float32)).to(torch.bfloat16)\n",
+        {"cublas_bf16": lambda a, b: a @ b},
+    )
+
+
+for size in (1024, 2048, 4096, 8192):
+    upcast_gemm_case(size)
+
 case(
     "gemm_fp8_8192",
     {"a": ([8192, 8192], "float8_e4m3fn"), "b": ([8192, 8192], "float8_e4m3fn"), "scale_a": ([], "float32"), "scale_b": ([], "float32")},

@@ -86,6 +86,7 @@ def _main(
 
 
 SynthesizeOption = Annotated[bool, typer.Option("--synthesize-missing-blobs", help="Draw safetensors inputs whose file is absent from the definition (valid index pointers and indices); every trace says so.")]
+ClockOption = Annotated[Optional[float], typer.Option("--clock", help="SM clock in MHz at which to price T_SOL (compute peaks scale with it; the spec's peaks hold at its boost clock). With --lock-clocks, the clock to lock.", min=1)]
 TABLE_LIMIT = 30  # validate lists every item in a table up to this many; a whole dataset gets a line per subset
 
 
@@ -146,10 +147,24 @@ def sol(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per workload (JSON lines), as each is known.")] = False,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Also append each workload's result to this JSONL file as it is known.")] = None,
     synthesize_missing_blobs: SynthesizeOption = False,
+    clock: ClockOption = None,
+    verify: Annotated[bool, typer.Option("--verify", help="On a GPU: time the eager reference, torch.compile and any --solutions through the evaluator and list every workload faster than T_SOL.")] = False,
+    solutions: Annotated[Optional[list[Path]], typer.Option("--solutions", help="With --verify: solution files (or folders of them) timed as well.")] = None,
+    compile_mode: Annotated[Optional[list[str]], typer.Option("--compile-mode", help="With --verify: torch.compile modes to time (default: default; 'none' for none).")] = None,
+    workloads: Annotated[str, typer.Option(help="With --verify: all, smallest:N or spread:N (smallest, largest, evenly between).")] = "all",
+    budget: Annotated[float, typer.Option(help="With --verify: seconds of timed calls per workload and candidate.", min=0.05)] = 1.0,
+    compile_workloads: Annotated[str, typer.Option(help="With --verify: where torch.compile is timed too (all, smallest:N, spread:N; each shape compiles once).")] = "spread:1",
+    in_evaluator: Annotated[bool, typer.Option("--in-evaluator", help="With --verify: time the reference and torch.compile through the evaluator's workers too (default: in this process, with the evaluator's timer).")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes that analyse problems side by side (0: one per core, up to 4, for a dataset).", min=0)] = 0,
 ) -> None:
     """Speed-of-light bounds of each workload: FLOPs by unit, bytes, unfused/fused/cache-aware times.
     Results stream out problem by problem; a problem that fails is one line on stderr, the others go on."""
     import json
+
+    if verify:
+        _verify_bounds(_default_paths(paths), hardware, policy, clock, solutions or [], compile_mode, workloads, output, as_json, synthesize_missing_blobs,
+                       budget, compile_workloads, in_evaluator, workload)
+        return
 
     from solbench.report.sol_tables import explain_table, sol_table
     from solbench.sol.api import iter_analyses
@@ -162,6 +177,8 @@ def sol(
     if output is not None and output.exists():
         raise SpecError("exists already; choose another file (results are appended as they are known)", path=output)
     spec = get_hardware(hardware or default_hardware_name())
+    if clock:
+        spec = spec.at_clock(clock)
     failures = 0
     pending: list[Any] = []  # the current problem's results, printed as one table when it is done
 
@@ -177,7 +194,13 @@ def sol(
                     console.print(explain_table(result))
         pending.clear()
 
-    for item in iter_analyses(_default_paths(paths), spec, policy, workload, progress=not as_json, synthesize_missing_blobs=synthesize_missing_blobs):
+    paths = _default_paths(paths)
+    if jobs == 0:
+        from solbench.sol.api import default_jobs
+
+        jobs = 1 if explain else default_jobs(sum(1 for path in paths for _ in (path.rglob("definition.json") if path.is_dir() else [path])))
+    for item in iter_analyses(paths, spec, policy, workload, progress=not as_json, synthesize_missing_blobs=synthesize_missing_blobs,
+                              jobs=jobs, keep_nodes=explain):
         if isinstance(item, Issue):
             if item.severity == "error":
                 failures += 1
@@ -192,6 +215,86 @@ def sol(
             append_jsonl(output, item.to_json())
     flush()
     if failures:
+        raise typer.Exit(1)
+
+
+def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: float | None, solution_paths: list[Path],
+                   compile_modes: list[str] | None, workloads: str, output: Path | None, as_json: bool, synthesize: bool,
+                   budget: float = 1.0, compile_workloads: str = "spread:1", in_evaluator: bool = False, only: list[str] | None = None) -> None:
+    """`solbench sol --verify`: measured times against T_SOL (see solbench.bench.verify)."""
+    import json
+
+    from rich.table import Table
+
+    from solbench.bench.orchestrator import resolve_device
+    from solbench.bench.verify import check_problem, ratio_summary
+    from solbench.report.sol_tables import explain_table
+    from solbench.sol.analysis import analyze
+    from solbench.sol.api import policy_for
+    from solbench.sol.calibrate import default_base_for
+    from solbench.sol.hardware import get_hardware
+    from solbench.spec.errors import SpecError
+    from solbench.spec.files import append_jsonl
+    from solbench.spec.loaders import load_problems, load_solution
+
+    device = resolve_device("auto")
+    if not device.startswith("cuda"):
+        raise SpecError("--verify times real kernels: it needs a CUDA GPU, and none is available here", field="verify")
+    if output is not None and output.exists():
+        raise SpecError("exists already; choose another file (results are appended as they are known)", path=output)
+    problems = load_problems(paths, synthesize_missing_blobs=synthesize)
+    found = [p for path in solution_paths for p in ([path] if path.is_file() else sorted(path.rglob("*.json")))]
+    solutions = [load_solution(path) for path in found]
+    modes = [m for m in (compile_modes or ["default"]) if m != "none"]
+    spec = get_hardware(hardware) if hardware else default_base_for(device)
+    options = _evaluation_options("cuda", 1, 300.0, 600.0, None, spec.name if spec else None, False, True, policy)
+    options.clock_mhz = clock
+    options.budget_s, options.min_iterations, options.verify_timed = budget, 10, 1
+    checks = []
+    broken = 0
+    for problem in problems:
+        chosen = [problem.workload(w) for w in only] if only else _choose_workloads(problem, workloads)
+        mine = [s for s in solutions if s.definition == problem.name]
+        compiled_at = {w.uuid for w in _choose_workloads(problem, compile_workloads)} & {w.uuid for w in chosen}
+        try:
+            found_checks = check_problem(problem, options, mine, modes, chosen, on_trace=_progress_line, in_process=not in_evaluator,
+                                         compile_workloads=compiled_at)
+        except Exception as exc:  # noqa: BLE001 - one problem that breaks must not stop the dataset
+            console.print(f"[red]{problem.name}: not checked: {type(exc).__name__}: {str(exc)[:300]}[/red]")
+            broken += 1
+            continue
+        for check in found_checks:
+            if check.self_check not in (None, "PASSED"):
+                console.print(f"[red]{problem.name}/{check.workload[:8]}: the reference does not match itself: {check.self_check}[/red]")
+            elif not as_json:
+                times = ", ".join(f"{name} {ms:.4g} ms" for name, ms in check.times_ms.items())
+                failed = "".join(f"; {name} {why}" for name, why in check.failures.items())
+                console.print(f"[dim]{problem.name}/{check.workload[:8]}: T_SOL {check.sol_ms or float('nan'):.4g} ms; {times}{failed}[/dim]")
+            checks.append(check)
+            if output is not None:
+                append_jsonl(output, check.to_json())
+            if as_json:
+                print(json.dumps(check.to_json()), flush=True)
+            if check.violated:
+                workload = problem.workload(check.workload)
+                result = analyze(problem, workload, spec.at_clock(clock) if clock else spec, policy_for(problem, policy))
+                console.print(f"[red]VIOLATION {problem.name}/{check.workload[:8]}: {check.fastest[0]} ran {check.fastest[1]:.4g} ms, "
+                              f"T_SOL {check.sol_ms:.4g} ms (ratio {check.ratio:.3f})[/red]")
+                console.print(explain_table(result))
+    table = Table(title=f"fastest / T_SOL by op class ({spec.name if spec else 'unknown spec'})")
+    for column in ("op class", "workloads", "median", "least"):
+        table.add_column(column, justify="right" if column != "op class" else "left")
+    for op, row in ratio_summary(checks).items():
+        table.add_row(op, str(row["workloads"]), f"{row['median']:.2f}", f"{row['least']:.2f}", style="red" if row["least"] < 1 else None)
+    if not as_json:
+        console.print(table)
+    violations = [c for c in checks if c.violated]
+    unmeasured = [c for c in checks if c.fastest is None]
+    inconsistent = [c for c in checks if c.self_check not in (None, "PASSED")]
+    console.print(f"{len(checks)} workloads checked, {len(violations)} faster than T_SOL, {len(unmeasured)} with no correct timed candidate, "
+                  f"{len(inconsistent)} where the reference does not match itself, {broken} problems not checked",
+                  style="red" if violations or inconsistent or broken else "green")
+    if violations or inconsistent or broken:
         raise typer.Exit(1)
 
 
@@ -284,7 +387,8 @@ def eval_command(
     input_profile: InputProfileOption = "auto",
     synthesize_missing_blobs: SynthesizeOption = False,
     hidden: Annotated[int, typer.Option(help="Hidden workloads drawn from the published axis ranges for this run (correctness only).", min=0)] = 2,
-    lock_clocks: Annotated[bool, typer.Option("--lock-clocks", help="Lock the GPU's SM clock at its maximum while timing (changes the GPU's state; needs permission).")] = False,
+    lock_clocks: Annotated[bool, typer.Option("--lock-clocks", help="Lock the GPU's SM clock while timing, at --clock or its maximum (changes the GPU's state; needs permission). T_SOL is priced at the locked clock.")] = False,
+    clock: ClockOption = None,
     static_analysis: Annotated[bool, typer.Option("--static-analysis/--no-static-analysis", help="Refuse sources that static analysis rejects (REWARD_HACK). Turn off only to test the harness itself.")] = True,
     launch_gate: Annotated[bool, typer.Option("--launch-gate/--no-launch-gate", help="Hold the stream until each call is fully enqueued, so host work between its kernels is not timed (CUDA).")] = True,
     sandbox: SandboxOption = "auto",
@@ -323,7 +427,8 @@ def eval_command(
 
     device_name = resolve_device(options.device)
     index = int(device_name.split(":")[1]) if ":" in device_name else 0
-    with locked_clocks(index, lock_clocks and device_name.startswith("cuda")):
+    with locked_clocks(index, lock_clocks and device_name.startswith("cuda"), int(clock) if clock else None) as locked:
+        options.clock_mhz = locked or clock
         traces = evaluate(problem, solution, options, workloads=chosen if workload else None, skip=skip, on_trace=on_trace)
     if as_json:
         print(json.dumps([t.to_json_dict() for t in traces], indent=1))
@@ -339,7 +444,7 @@ def run_command(
     paths: PathsArgument = None,
     output: OutputOption = None,
     resume: Annotated[bool, typer.Option("--resume", help="Skip workloads already in the output file.")] = False,
-    workloads: Annotated[str, typer.Option(help="Which workloads: all, or smallest:N (default: all on a GPU, smallest:2 on a CPU).")] = "auto",
+    workloads: Annotated[str, typer.Option(help="Which workloads: all, smallest:N or spread:N (default: all on a GPU, smallest:2 on a CPU).")] = "auto",
     device: DeviceOption = "auto",
     trials: TrialsOption = 3,
     timeout: TimeoutOption = 300.0,
@@ -404,12 +509,20 @@ def run_command(
 
 
 def _choose_workloads(problem: Any, which: str) -> list[Any]:
+    """all; smallest:N (the N with the fewest input elements); spread:N (smallest, largest and evenly between)."""
+    kind, _, count_text = which.partition(":")
     if which == "all":
         return problem.workloads
-    if which.startswith("smallest:") and which.split(":", 1)[1].isdigit():
-        count = int(which.split(":", 1)[1])
-        return sorted(problem.workloads, key=lambda w: _input_elements(problem, w))[:count]
-    raise typer.BadParameter(f"expected all or smallest:N, got {which!r}", param_hint="--workloads")
+    if kind in {"smallest", "spread"} and count_text.isdigit() and int(count_text) > 0:
+        count = int(count_text)
+        ordered = sorted(problem.workloads, key=lambda w: _input_elements(problem, w))
+        if kind == "smallest" or count >= len(ordered):
+            return ordered[:count]
+        if count == 1:
+            return [ordered[-1]]
+        picks = sorted({round(i * (len(ordered) - 1) / (count - 1)) for i in range(count)})
+        return [ordered[i] for i in picks]
+    raise typer.BadParameter(f"expected all, smallest:N or spread:N (N >= 1), got {which!r}", param_hint="--workloads")
 
 
 def _input_elements(problem: Any, workload: Any) -> int:

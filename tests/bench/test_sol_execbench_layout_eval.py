@@ -25,7 +25,7 @@ from solbench.spec.workload import Tolerance
 
 LAYOUT = Path(__file__).resolve().parents[1] / "data" / "sol_execbench_layout"
 BLOBS_ABSENT = "015_paged_decode_blobs_published_separately"
-PROBLEMS = 15
+PROBLEMS = 16
 FAST = dict(device="cpu", trials=2, min_iterations=3, budget_s=0.3, warmup=1, verify_timed=1, timeout_s=120.0, hidden=0)
 
 

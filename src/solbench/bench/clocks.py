@@ -12,18 +12,21 @@ from typing import Iterator
 
 
 @contextlib.contextmanager
-def locked_clocks(device_index: int, enabled: bool) -> Iterator[str | None]:
-    """Lock the SM clock at its maximum for the duration; yields a note on what was done."""
+def locked_clocks(device_index: int, enabled: bool, mhz: int | None = None) -> Iterator[int | None]:
+    """Lock the SM clock at `mhz` (default: its maximum) for the duration; yields the locked clock
+    in MHz (None when nothing was locked), so that T_SOL can be priced at it."""
     if not enabled:
         yield None
         return
-    query = subprocess.run(
-        ["nvidia-smi", "-i", str(device_index), "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
-        capture_output=True, text=True, check=True,
-    )
-    clock = int(query.stdout.strip().splitlines()[0])
+    clock = mhz
+    if clock is None:
+        query = subprocess.run(
+            ["nvidia-smi", "-i", str(device_index), "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits"],
+            capture_output=True, text=True, check=True,
+        )
+        clock = int(query.stdout.strip().splitlines()[0])
     subprocess.run(["nvidia-smi", "-i", str(device_index), f"--lock-gpu-clocks={clock},{clock}"], capture_output=True, text=True, check=True)
     try:
-        yield f"SM clock locked at {clock} MHz"
+        yield clock
     finally:
         subprocess.run(["nvidia-smi", "-i", str(device_index), "--reset-gpu-clocks"], capture_output=True, text=True)

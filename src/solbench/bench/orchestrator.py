@@ -52,6 +52,7 @@ class EvalOptions:
     timer: str = "auto"  # auto | cupti | events
     launch_gate: bool = True  # hold the stream until each call is enqueued (host launch gaps not timed; un-joined streams show)
     hardware: str | None = None  # spec for T_SOL; default: matched from the GPU's name
+    clock_mhz: float | None = None  # price T_SOL at this SM clock (a locked-clock run); None: the spec's boost clock
     policy: str = "auto"
     input_profile: str = "auto"  # how undeclared random inputs are drawn: auto | plain | sol-execbench (solbench.spec.profiles)
     cache_root: Path = field(default_factory=lambda: DEFAULT_CACHE)
@@ -107,6 +108,7 @@ class EvaluationRun:
         self.initial_precision: dict[str, Any] = {}
         self._groups = 0
         self._to_release: dict[str, list[str]] = {"reference": [], "solution": []}
+        self._captures: Any = None  # the problem's SOL captures, shared by its workloads
 
     # --- workers -------------------------------------------------------------------------------
 
@@ -446,14 +448,18 @@ class EvaluationRun:
     def _sol_ms(self, workload: Workload, log: list[str]) -> float | None:
         try:
             from solbench.sol.api import sol_time_ms
-            from solbench.sol.calibrate import default_base_for
-            from solbench.sol.hardware import get_hardware
+            from solbench.sol.calibrate import spec_for_run
 
-            spec = get_hardware(self.options.hardware) if self.options.hardware else default_base_for(self.device)
+            spec = spec_for_run(self.options.hardware, self.device, self.options.clock_mhz)
             if spec is None:
                 return None  # a CPU: no datasheet spec to bound it with
             self.environment["hardware"] = spec.name
-            return sol_time_ms(self.problem, workload, spec, self.policy)
+            if self._captures is None:
+                from solbench.sol.analysis import decomposition_for
+                from solbench.sol.capture import Captures
+
+                self._captures = Captures(self.problem, decomposition_for)
+            return sol_time_ms(self.problem, workload, spec, self.policy, self._captures)
         except Exception as exc:  # noqa: BLE001 - a missing bound must not lose the measurement
             log.append(f"T_SOL not available: {type(exc).__name__}: {exc}")
             return None

@@ -268,7 +268,7 @@ class Worker:
     def _expected(self, arguments: list[Any], request: dict[str, Any]) -> dict[str, Any]:
         paths = request["paths"]
         pristine = [self._fresh(value) for value in arguments]
-        with self.torch.no_grad():
+        with self.torch.enable_grad():  # backward problems differentiate inside run (torch.autograd.grad); inputs need no grad
             results = self._outputs_of(self.function(*arguments))
             behaviour = {"aliased_outputs": self._aliased(results, arguments), "modified_inputs": self._modified(arguments, pristine)}
             arguments = pristine

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
-from solbench.sol.capture import capture
+from solbench.sol.capture import Captures
 from solbench.sol.costs import FREE_OPS, RULES, Cost
 from solbench.sol.graph import Graph, OpNode, TensorInfo
 from solbench.sol.hardware import HardwareSpec, Policy
+from solbench.sol.patterns import adjust
 from solbench.sol.tiling import contraction_surplus
 from solbench.spec.dtypes import DType
 from solbench.spec.problem import Problem
@@ -52,6 +53,7 @@ class SolResult:
     nodes: list[NodeReport] = field(repr=False)
     notes: list[str] = field(default_factory=list)
     rate_notes: dict[str, str] = field(default_factory=dict)
+    bytes_on_chip: float = 0.0  # output bytes priced at the on-chip write rate (they fit in the L2)
 
     @property
     def flops(self) -> float:
@@ -80,6 +82,7 @@ class SolResult:
             "bytes_unfused": self.bytes_unfused,
             "bytes_fused": self.bytes_fused,
             "bytes_cache_aware": self.bytes_cache_aware,
+            "bytes_on_chip": self.bytes_on_chip,
             "t_compute_ms": self.t_compute_s * 1e3,
             "t_unfused_ms": self.t_unfused_s * 1e3,
             "t_fused_ms": self.t_fused_s * 1e3,
@@ -107,18 +110,41 @@ def decomposition_for(func: Any) -> Any:
     return decomposition_table.get(func)
 
 
-def analyze(problem: Problem, workload: Workload, hardware: HardwareSpec, policy: Policy = "strict") -> SolResult:
-    graph = capture(problem, workload, decompose=decomposition_for)
-    return analyze_graph(graph, problem.name, workload.uuid, hardware, policy)
+def analyze(problem: Problem, workload: Workload, hardware: HardwareSpec, policy: Policy = "strict", captures: Captures | None = None) -> SolResult:
+    """The bounds of one workload; `captures` (of this problem) lets many workloads share captures."""
+    captures = captures if captures is not None else Captures(problem, decomposition_for)
+    return finish(captures.totals(workload, hardware, policy), problem.name, workload.uuid, hardware, policy)
+
+
+@dataclass
+class Totals:
+    """What a graph costs before it becomes times: the additive quantities of the bounds."""
+
+    flops: dict[str, float]
+    bytes_unfused: float
+    t_unfused: float
+    bytes_read: float  # problem inputs as far as read
+    bytes_written: float  # outputs
+    surplus: float  # re-reads that tilings must pay (cache-aware)
+    uncovered: list[str]
+    reports: list[NodeReport] = field(repr=False)
+    notes: list[str] = field(default_factory=list)
+    rate_notes: dict[str, str] = field(default_factory=dict)
+
+    ADDITIVE = ("bytes_unfused", "t_unfused", "bytes_read", "bytes_written", "surplus")
 
 
 def analyze_graph(graph: Graph, problem: str, workload: str, hardware: HardwareSpec, policy: Policy = "strict") -> SolResult:
+    return finish(graph_totals(graph, hardware, policy), problem, workload, hardware, policy)
+
+
+def graph_totals(graph: Graph, hardware: HardwareSpec, policy: Policy = "strict") -> Totals:
     reports: list[NodeReport] = []
     uncovered: dict[str, int] = defaultdict(int)
     flops: dict[str, float] = defaultdict(float)
     rate_notes: dict[str, str] = {}
     for node in graph.nodes:
-        if node.is_view or node.packet in FREE_OPS:
+        if node.is_view or node.packet in FREE_OPS or _constant_work(node):
             reports.append(NodeReport(node, Cost()))
             continue
         rule = RULES.get(node.packet)
@@ -126,25 +152,13 @@ def analyze_graph(graph: Graph, problem: str, workload: str, hardware: HardwareS
             uncovered[node.op] += 1
             reports.append(NodeReport(node, None))
             continue
-        cost = rule(node)
-        reports.append(NodeReport(node, cost))
-        for unit, value in cost.flops.items():
-            flops[unit] += value
-
+        reports.append(NodeReport(node, rule(node)))
+    pattern_notes = adjust(graph, [r.cost for r in reports])
+    for report in reports:
+        if report.cost is not None:
+            for unit, value in report.cost.flops.items():
+                flops[unit] += value
     bandwidth = hardware.bandwidth_bytes_per_s
-
-    def compute_time(unit_flops: dict[str, float]) -> tuple[float, dict[str, float]]:
-        """Units (matrix, vector, special-function) work concurrently, so the busiest one bounds the
-        time: a sum would be beaten by kernels that overlap them (flash attention's exp and MMAs)."""
-        per_unit = {}
-        for unit, value in unit_flops.items():
-            if value:
-                rate, how = hardware.rate(unit, policy)
-                rate_notes[unit] = how
-                per_unit[unit] = value / rate
-        return max(per_unit.values(), default=0.0), per_unit
-
-    t_compute, per_unit_time = compute_time(flops)
     problem_storages = {t.storage for t in (*graph.inputs.values(), *graph.outputs.values())}
     bytes_unfused = 0.0
     t_unfused = 0.0
@@ -153,13 +167,12 @@ def analyze_graph(graph: Graph, problem: str, workload: str, hardware: HardwareS
             continue
         moved = sum(_priced_bytes(t, b, policy, problem_storages) for t, b in report.cost.reads + report.cost.writes)
         bytes_unfused += moved
-        report.time_s = max(compute_time(report.cost.flops)[0], moved / bandwidth)
+        report.time_s = max(compute_time(report.cost.flops, hardware, policy, rate_notes)[0], moved / bandwidth)
         t_unfused += report.time_s
-
-    bytes_fused = fused_bytes(graph, [r.cost for r in reports if r.cost is not None])
+    bytes_read, bytes_written = fused_traffic(graph, [r.cost for r in reports if r.cost is not None])
     capacity = hardware.on_chip_bytes
     surplus = 0.0
-    notes = list(graph.notes)
+    notes = list(graph.notes) + pattern_notes
     for report in reports:
         cost = report.cost
         if cost is None:
@@ -174,17 +187,50 @@ def analyze_graph(graph: Graph, problem: str, workload: str, hardware: HardwareS
             if slice_bytes > capacity:
                 surplus += tensor.unique_bytes
                 notes.append(f"op {report.node.index} ({report.node.packet}): a {slice_bytes / 1e6:.1f} MB slice does not fit on chip, read twice")
-    bytes_cache = bytes_fused + surplus
-    t_fused = max(t_compute, bytes_fused / bandwidth)
-    t_cache = max(t_compute, bytes_cache / bandwidth)
-    if t_compute >= bytes_cache / bandwidth and per_unit_time:
+    return Totals(dict(flops), bytes_unfused, t_unfused, bytes_read, bytes_written, surplus, sorted(uncovered), reports, notes, rate_notes)
+
+
+def compute_time(unit_flops: dict[str, float], hardware: HardwareSpec, policy: Policy, rate_notes: dict[str, str] | None = None) -> tuple[float, dict[str, float]]:
+    """Units (matrix, vector, special-function) work concurrently, so the busiest one bounds the
+    time: a sum would be beaten by kernels that overlap them (flash attention's exp and MMAs)."""
+    per_unit = {}
+    for unit, value in unit_flops.items():
+        if value:
+            rate, how = hardware.rate(unit, policy)
+            if rate_notes is not None:
+                rate_notes[unit] = how
+            per_unit[unit] = value / rate
+    return max(per_unit.values(), default=0.0), per_unit
+
+
+def finish(totals: Totals, problem: str, workload: str, hardware: HardwareSpec, policy: Policy) -> SolResult:
+    """The bounds from a graph's totals: T = max(compute time, memory time) for each."""
+    bandwidth = hardware.bandwidth_bytes_per_s
+    t_compute, per_unit_time = compute_time(totals.flops, hardware, policy, totals.rate_notes)
+    bytes_fused = totals.bytes_read + totals.bytes_written
+    # Outputs that fit in the L2 can still be there when the call ends (written back after the timer
+    # stops): they are priced at the on-chip write rate, the rest at DRAM.
+    on_chip = min(totals.bytes_written, hardware.on_chip.l2_bytes)
+
+    def memory_time(dram_extra: float) -> float:
+        return max((bytes_fused - on_chip + dram_extra) / bandwidth, on_chip / hardware.on_chip_write_bytes_per_s)
+
+    t_fused = max(t_compute, memory_time(0.0))
+    t_cache = max(t_compute, memory_time(totals.surplus))
+    if t_compute >= memory_time(totals.surplus) and per_unit_time:
         bottleneck = max(per_unit_time, key=per_unit_time.get)
     else:
         bottleneck = "memory"
     return SolResult(
-        problem, workload, hardware.name, policy, dict(flops), bytes_unfused, bytes_fused, bytes_cache,
-        t_compute, t_unfused, t_fused, t_cache, bottleneck, sorted(uncovered), reports, notes, rate_notes,
+        problem, workload, hardware.name, policy, dict(totals.flops), totals.bytes_unfused, bytes_fused, bytes_fused + totals.surplus,
+        t_compute, totals.t_unfused, t_fused, t_cache, bottleneck, totals.uncovered, totals.reports, totals.notes, totals.rate_notes, on_chip,
     )
+
+
+def _constant_work(node: OpNode) -> bool:
+    """An op of a subgraph that depends on no input (a mask built from shapes): evaluated at analysis
+    time, so no kernel needs to do it."""
+    return bool(node.outputs) and all(t.constant for t in node.outputs) and all(t.constant for t in node.inputs)
 
 
 def _priced_bytes(tensor: TensorInfo, count: int, policy: Policy, problem_storages: set[int]) -> float:
@@ -195,8 +241,8 @@ def _priced_bytes(tensor: TensorInfo, count: int, policy: Policy, problem_storag
     return count
 
 
-def fused_bytes(graph: Graph, costs: list[Cost]) -> float:
-    """Problem inputs as far as any op reads them, plus outputs (in-place ones: the rows written)."""
+def fused_traffic(graph: Graph, costs: list[Cost]) -> tuple[float, float]:
+    """(bytes of problem inputs as far as any op reads them, bytes of outputs written: in-place ones the rows written)."""
     input_storages = {t.storage: t for t in graph.inputs.values()}
     reads: dict[int, dict[tuple, int]] = defaultdict(dict)
     writes: dict[int, dict[tuple, int]] = defaultdict(dict)
@@ -209,19 +255,18 @@ def fused_bytes(graph: Graph, costs: list[Cost]) -> float:
             if tensor.storage in input_storages:
                 key = _view_key(tensor)
                 writes[tensor.storage][key] = max(writes[tensor.storage].get(key, 0), count)
-    total = 0.0
-    for storage, base in input_storages.items():
-        total += _union_bytes(reads.get(storage, {}), base.storage_bytes)
+    read = sum(float(_union_bytes(reads.get(storage, {}), base.storage_bytes)) for storage, base in input_storages.items())
+    written = 0.0
     counted_outputs: set[int] = set()
     for output in graph.outputs.values():
         if output.storage in counted_outputs:
             continue
         counted_outputs.add(output.storage)
         if output.storage in input_storages:
-            total += _union_bytes(writes.get(output.storage, {}), output.storage_bytes)
+            written += _union_bytes(writes.get(output.storage, {}), output.storage_bytes)
         else:
-            total += min(output.unique_bytes, output.storage_bytes or output.unique_bytes)
-    return total
+            written += min(output.unique_bytes, output.storage_bytes or output.unique_bytes)
+    return read, written
 
 
 def _view_key(tensor: TensorInfo) -> tuple:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from solbench.sol.analysis import SolResult, analyze
+from solbench.sol.analysis import SolResult, analyze, decomposition_for
+from solbench.sol.capture import Captures
 from solbench.sol.hardware import HardwareSpec, Policy, get_hardware
 from solbench.spec.errors import Issue
 from solbench.spec.loaders import scan
@@ -24,15 +27,10 @@ def policy_for(problem: Problem, requested: str = "auto") -> Policy:
     return "relaxed"
 
 
-def sol_time_ms(problem: Problem, workload: Workload, hardware: str | HardwareSpec, policy: str = "auto") -> float:
-    """T_SOL in milliseconds: what the scorer needs."""
+def sol_time_ms(problem: Problem, workload: Workload, hardware: str | HardwareSpec, policy: str = "auto", captures: Captures | None = None) -> float:
+    """T_SOL in milliseconds: what the scorer needs (`captures` of the problem let workloads share them)."""
     spec = get_hardware(hardware) if isinstance(hardware, str) else hardware
-    return analyze(problem, workload, spec, policy_for(problem, policy)).t_sol_s * 1e3
-
-
-def analyze_problem(problem: Problem, hardware: HardwareSpec, policy: str = "auto", workloads: Iterable[str] | None = None) -> list[SolResult]:
-    chosen = [problem.workload(w) for w in workloads] if workloads else problem.workloads
-    return [analyze(problem, w, hardware, policy_for(problem, policy)) for w in chosen]
+    return analyze(problem, workload, spec, policy_for(problem, policy), captures).t_sol_s * 1e3
 
 
 def analyze_paths(paths: Iterable[Path], hardware: HardwareSpec, policy: str = "auto", workloads: list[str] | None = None, progress: bool = False,
@@ -46,30 +44,85 @@ def analyze_paths(paths: Iterable[Path], hardware: HardwareSpec, policy: str = "
 
 
 def iter_analyses(paths: Iterable[Path], hardware: HardwareSpec, policy: str = "auto", workloads: list[str] | None = None, progress: bool = False,
-                  synthesize_missing_blobs: bool = False) -> Iterator[SolResult | Issue]:
+                  synthesize_missing_blobs: bool = False, jobs: int = 1, keep_nodes: bool = True) -> Iterator[SolResult | Issue]:
     """Each workload's result (or the issue that stopped a problem or workload) as soon as it is known,
-    problem by problem: a dataset streams, and one bad problem never stops the others."""
+    problem by problem: a dataset streams, and one bad problem never stops the others. With jobs > 1
+    problems are analysed in that many processes (results still come in order); their results carry
+    no per-op breakdown unless keep_nodes."""
     loaded_problems: list[Problem] = []
-    matched = False
     for path in paths:
         for loaded in scan(path, synthesize_missing_blobs=synthesize_missing_blobs):
             yield from loaded.errors
             if loaded.problem is not None:
                 loaded_problems.append(loaded.problem)
-    jobs = [(problem, _chosen(problem, workloads)) for problem in loaded_problems]
-    total = sum(len(chosen) for _, chosen in jobs)
+    tasks = [(problem, _chosen(problem, workloads), hardware, policy, keep_nodes) for problem in loaded_problems]
+    total = sum(len(chosen) for _, chosen, *_ in tasks)
+    matched = any(chosen for _, chosen, *_ in tasks)
     with _progress(total, enabled=progress and total > 8) as advance:
-        for problem, chosen in jobs:
-            matched = matched or bool(chosen)
-            for workload in chosen:
-                try:
-                    yield analyze(problem, workload, hardware, policy_for(problem, policy))
-                except Exception as exc:  # noqa: BLE001 - one problem's failure must not stop the others
-                    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                    yield Issue(f"cannot analyse workload {workload.uuid[:8]}: {type(exc).__name__}: {message}", problem.source)
+        for results in _run_tasks(tasks, jobs):
+            for result in results:
                 advance()
+                yield result
     if workloads and not matched:
         yield Issue(f"no workload matches {', '.join(workloads)}", field="workload")
+
+
+def default_jobs(problems: int) -> int:
+    """Processes for a dataset: one per core, up to 4, when there are enough problems to share."""
+    return max(1, min(os.cpu_count() or 1, 4, problems // 4 or 1))
+
+
+def _run_tasks(tasks: list[tuple], jobs: int) -> Iterator[list[SolResult | Issue]]:
+    """Each task's results, in the tasks' order; with several processes the costliest-looking
+    problems start first (so that no process is left with a long one at the end)."""
+    if jobs <= 1 or len(tasks) < 2:
+        yield from map(analyze_problem_workloads, tasks)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        order = sorted(range(len(tasks)), key=lambda i: -_expected_cost(tasks[i][0], len(tasks[i][1])))
+        futures = {i: pool.submit(analyze_problem_workloads, tasks[i]) for i in order}
+        for index in range(len(tasks)):
+            yield futures[index].result()
+
+
+def _expected_cost(problem: Problem, workloads: int) -> float:
+    """A rough guess of a problem's analysis time, to start the slow ones first: references with
+    Python loops, and those whose work depends on data, are captured per workload."""
+    source = problem.definition.reference
+    weight = 1.0
+    if "for " in source or "while " in source:
+        weight *= 8
+    if any(word in source for word in (".tolist(", ".item(", "nonzero", "bincount", "unique", "int(")):
+        weight *= 4
+    return weight * max(1, workloads)
+
+
+def analyze_problem_workloads(task: tuple) -> list[SolResult | Issue]:
+    """One problem's workloads (small first, so that the first capture is the cheapest), in its own order."""
+    problem, chosen, hardware, policy, keep_nodes = task
+    captures = Captures(problem, decomposition_for)
+    done: dict[str, SolResult | Issue] = {}
+    for workload in sorted(chosen, key=lambda w: _input_bytes(problem, w)):
+        try:
+            result = analyze(problem, workload, hardware, policy_for(problem, policy), captures)
+            if not keep_nodes:
+                result.nodes = []
+            done[workload.uuid] = result
+        except Exception as exc:  # noqa: BLE001 - one problem's failure must not stop the others
+            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            done[workload.uuid] = Issue(f"cannot analyse workload {workload.uuid[:8]}: {type(exc).__name__}: {message}", problem.source)
+    return [done[workload.uuid] for workload in chosen]
+
+
+def _input_bytes(problem: Problem, workload: Workload) -> int:
+    try:
+        axes = problem.axes(workload)
+    except Exception:  # noqa: BLE001 - its analysis will say what is wrong
+        return 0
+    return sum(spec.dtype.storage_bytes(math.prod(spec.resolve_shape(axes))) for spec in problem.definition.inputs.values() if spec.shape is not None)
 
 
 def _chosen(problem: Problem, workloads: list[str] | None) -> list[Workload]:

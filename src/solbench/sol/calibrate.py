@@ -166,6 +166,13 @@ def _memory_gb() -> float:
         return 1.0
 
 
+def spec_for_run(hardware: str | None, device: str, clock_mhz: float | None = None) -> HardwareSpec | None:
+    """The spec that bounds a run: the one named, else the local GPU's datasheet entry (None on a
+    CPU), priced at `clock_mhz` when the run locks the clock there."""
+    spec = get_hardware(hardware) if hardware else default_base_for(device)
+    return spec.at_clock(clock_mhz) if spec is not None and clock_mhz else spec
+
+
 def default_base_for(device: str) -> HardwareSpec | None:
     """The datasheet entry matching the local GPU's name (None on a CPU)."""
     if not device.startswith("cuda"):

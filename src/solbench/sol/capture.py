@@ -1,25 +1,39 @@
-"""Capture the reference's aten ops on fake tensors: any size, no memory, no GPU.
+"""Capture the reference's aten ops on fake tensors: any size, no memory, no GPU, once per problem.
 
-The reference's `run` is called on FakeTensors made from the workload's declared shapes (custom
-inputs included: only their shapes matter here). Ops whose output shape depends on data (nonzero,
-masked_select, unique, boolean indexing) cannot run on fake tensors: then the capture is redone on
-real CPU tensors from the workload's own input generation, and the graph's notes say why.
+`Captures(problem).graph(workload)` gives a workload's op graph with concrete sizes. The ways to
+get it, the first that applies:
+
+1. symbolic (solbench.sol.symbolic): fake inputs whose axis dims are symbols, so that one capture
+   serves every workload whose axis values meet its guards (the branches and specialisations the
+   reference made on sizes) and whose scalar inputs are the same; pricing a workload then only
+   evaluates the recorded sizes. Not used when the reference's work depends on data (a
+   data-dependent op) or on a mask-like constant whose size is symbolic: those need values.
+2. concrete: fake tensors of this workload's sizes for floating inputs; integer, bool and custom
+   inputs real (at most REAL_INPUT_BYTES), so that routing counts, page tables and lengths give
+   exact sizes; constants (masks from shapes, decode tables) computed for real; data-dependent ops on
+   fake values take their least result (solbench.sol.least).
+3. real: every input real, for a workload of at most REAL_CAPTURE_BYTES, when the concrete capture
+   fails (a reference that reads values the fake tensors cannot give); the graph's notes say so.
 """
 
 from __future__ import annotations
 
-import itertools
+import logging
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
-from solbench.sol.graph import Graph, OpNode, TensorInfo
-from solbench.spec.dtypes import DType, storage_shape
+from solbench.sol.graph import Graph, TensorInfo
+from solbench.sol.recorder import Recorder
+from solbench.spec.dtypes import storage_shape
 from solbench.spec.inputs import generate_inputs
 from solbench.spec.problem import Problem
 from solbench.spec.reference import reference_module
-from solbench.spec.workload import ScalarInput, Workload
+from solbench.spec.workload import CustomInput, RandomInput, SafetensorsInput, ScalarInput, Workload
 
-# Ops that only describe tensors (no data moves) and are left out of the graph.
-_METADATA_OPS = {"prim.device.default", "aten.sym_size.int", "aten.sym_stride.int", "aten.sym_numel.default", "aten.is_same_size.default"}
+REAL_INPUT_BYTES = 256 << 20  # integer, bool and custom inputs made real for a concrete capture, in all
+REAL_CAPTURE_BYTES = 1 << 30  # the largest workload (inputs) ever captured on real tensors
+MAX_SYMBOLIC = 8  # symbolic captures of one problem before each workload is captured on its own
 
 
 class CaptureError(RuntimeError):
@@ -27,217 +41,181 @@ class CaptureError(RuntimeError):
 
 
 def capture(problem: Problem, workload: Workload, decompose: Any = None) -> Graph:
-    """The op graph of the reference on this workload. `decompose(func) -> callable | None` lets
-    the caller replace ops it has no cost rule for by their decompositions (recorded instead)."""
+    """The op graph of the reference on one workload."""
+    return Captures(problem, decompose).graph(workload)
+
+
+@dataclass
+class Captures:
+    """The captures of one problem, reused across its workloads where they fit."""
+
+    problem: Problem
+    decompose: Any = None
+    symbolic: list[Any] = field(default_factory=list)
+    concrete_only: str | None = None  # why symbolic captures are not (or no longer) tried
+    captured: int = 0  # captures made (symbolic, concrete or real): what reuse saves is the rest
+    loop_axis: str | None = None  # the one axis the reference specialises on (its loop count)
+    loops: dict[tuple, Any] = field(default_factory=dict)  # LoopEstimates along loop_axis (False: none applies), by the axes at 0 or 1
+
+    def graph(self, workload: Workload) -> Graph:
+        from solbench.sol.symbolic import SymbolicUnsupported, capture_symbolic, scalar_key
+
+        axes = self.problem.axes(workload)
+        key = scalar_key(self.problem, workload)
+        for made in self.symbolic:
+            if made.key == key and made.fits(axes):
+                return made.concretize(axes)
+        if self.concrete_only is None and len(self.symbolic) < MAX_SYMBOLIC:
+            try:
+                made = capture_symbolic(self.problem, workload, self.decompose)
+                self.captured += 1
+            except SymbolicUnsupported as exc:
+                self.concrete_only = f"no symbolic capture: {exc}"
+            else:
+                if made.needs_values:
+                    self.concrete_only = made.needs_values
+                else:
+                    self.symbolic.append(made)
+                    if len(made.pins_axes) == 1 and self.problem.definition.axes[made.pins_axes[0]].type == "var":
+                        self.loop_axis = made.pins_axes[0]  # a loop count, most likely: see solbench.sol.loops
+                    elif made.pins_axes:  # sizes the reference specialised on: other workloads get their own captures
+                        self.concrete_only = f"the reference specialises on {', '.join(made.pins_axes)}"
+                    return made.concretize(axes)
+        self.captured += 1
+        return capture_concrete(self.problem, workload, self.decompose)
+
+    def totals(self, workload: Workload, hardware: Any, policy: str) -> Any:
+        """The analysis totals of a workload: from its graph, or extrapolated along a loop axis."""
+        from solbench.sol.analysis import graph_totals
+        from solbench.sol.loops import plan
+
+        if self.loop_axis is not None:
+            # axes of 0 or 1 are numbers, not symbols, in a capture: each such set of values has probes of its own
+            axes = self.problem.axes(workload)
+            small = tuple(sorted((n, v) for n, v in axes.items() if v < 2 and n != self.loop_axis and self.problem.definition.axes[n].type != "const"))
+            if small not in self.loops:
+                self.loops[small] = plan(self.problem, workload, self.loop_axis, self.decompose) or False
+                self.captured += 3
+                if self.loops[small]:
+                    self.symbolic += self.loops[small].captures  # workloads at the probe values use them directly
+            if self.loops[small]:
+                estimate = self.loops[small].totals(workload, hardware, policy)
+                if estimate is not None:
+                    return estimate
+        return graph_totals(self.graph(workload), hardware, policy)
+
+
+def capture_concrete(problem: Problem, workload: Workload, decompose: Any = None) -> Graph:
+    """Passes 2 and 3 of the module docstring for one workload."""
     import torch
-    from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException, FakeTensorMode
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
     run = reference_module(problem.definition).run
     axes = problem.axes(workload)
+    real = _real_inputs(problem, workload, axes)
     try:
         with FakeTensorMode(allow_non_fake_inputs=True) as mode:
-            arguments = _fake_arguments(problem, workload, axes, mode)
-            return _record(run, arguments, problem, decompose, "fake")
-    except (DynamicOutputShapeException, DataDependentOutputException) as exc:
-        reason = f"data-dependent op {exc.args[0] if exc.args else exc} needs real values"
-    except NotImplementedError as exc:
-        reason = f"an op has no fake-tensor support: {str(exc).splitlines()[0]}"
-    real = generate_inputs(problem, workload, seed=0, device="cpu")
-    with torch.no_grad():
-        graph = _record(run, dict(real), problem, decompose, "real")
-    graph.notes.insert(0, f"captured on real CPU tensors: {reason}")
+            arguments = _arguments(problem, workload, axes, mode, real)
+            return record(run, arguments, problem, decompose, mode, "fake")
+    except CaptureError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the last resort below says why
+        reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
+    size = _input_bytes(problem, workload, axes)
+    if size > REAL_CAPTURE_BYTES:
+        raise CaptureError(f"the reference cannot run on fake tensors ({reason}) and its inputs ({size / 2**20:.0f} MiB) are too large "
+                           f"to run it on real ones (at most {REAL_CAPTURE_BYTES >> 20} MiB)")
+    values = generate_inputs(problem, workload, seed=0, device="cpu")
+    graph = record(run, values, problem, decompose, None, "real")
+    graph.notes.insert(0, f"captured on real CPU tensors ({size / 2**20:.1f} MiB of inputs): {reason}")
     return graph
 
 
-def _fake_arguments(problem: Problem, workload: Workload, axes: dict[str, int], mode: Any) -> dict[str, Any]:
+def record(run: Any, arguments: dict[str, Any], problem: Problem, decompose: Any, fake_mode: Any, mode_name: str, hint: Any = None) -> Graph:
+    """Run the reference under a Recorder and build its Graph (inputs and outputs named)."""
     import torch
+    from torch._subclasses.fake_tensor import FakeTensor
 
-    arguments: dict[str, Any] = {}
-    for name, declared in problem.definition.inputs.items():
-        spec = workload.inputs[name]
-        if declared.shape is None:
-            value = spec.value if isinstance(spec, ScalarInput) else 0
-            arguments[name] = float(value) if declared.dtype.is_floating else value
-            continue
-        shape = storage_shape(declared.dtype, declared.resolve_shape(axes))
-        with mode:
-            arguments[name] = torch.empty(shape, dtype=declared.dtype.torch_dtype())
-    return arguments
-
-
-def _record(run: Any, arguments: dict[str, Any], problem: Problem, decompose: Any, mode_name: str) -> Graph:
-    import torch
-
-    recorder = _Recorder(decompose)
-    inputs = {name: recorder.info(value) for name, value in arguments.items() if isinstance(value, torch.Tensor)}
+    logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)  # refusals are handled here, not logged
+    recorder = Recorder(decompose, fake_mode, hint)
+    if fake_mode is not None:  # real inputs (integers, custom ones) run as fake tensors whose shadows hold their values
+        for name, value in list(arguments.items()):
+            if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
+                arguments[name] = fake_mode.from_tensor(value, static_shapes=True)
+                recorder.give_shadow(arguments[name], value)
+    inputs = {name: recorder.info(value, constant=False) for name, value in arguments.items() if isinstance(value, torch.Tensor)}
     for name, info in inputs.items():
         info.role, info.name = "input", name
-    with torch.no_grad(), recorder:
+    with recorder:  # grad mode as the caller has it: backward problems differentiate inside run
         result = run(*arguments.values())
     results = result if isinstance(result, (tuple, list)) else (result,)
-    names = list(problem.definition.outputs)
-    if len(results) != len(names):
-        raise CaptureError(f"run() returned {len(results)} value(s); the definition declares {len(names)} output(s)")
+    declared = problem.definition.outputs
+    if len(results) != len(declared):
+        raise CaptureError(f"run() returned {len(results)} value(s); the definition declares {len(declared)} output(s)")
     outputs: dict[str, TensorInfo] = {}
-    for name, value in zip(names, results):
+    for (name, spec), value in zip(declared.items(), results):
         if not isinstance(value, torch.Tensor):
+            if spec.shape is None:
+                continue  # a Python number: no memory to count
             raise CaptureError(f"run() returned a {type(value).__name__} for output {name!r}")
         info = recorder.info(value)
         if info.role != "input":
             info.role = "output"
         info.name = info.name or name
         outputs[name] = info
-    return Graph(recorder.nodes, inputs, outputs, mode=mode_name)
+    graph = Graph(recorder.nodes, inputs, outputs, notes=list(recorder.notes), mode=mode_name)
+    graph.data_dependent = list(recorder.data_dependent)
+    graph.value_sensitive = recorder.value_sensitive
+    return graph
 
 
-# Composite functions recorded as one node, whatever backend the capture device would pick
-# (on a CPU, SDPA may take a math path that upcasts bf16 to fp32 and would be priced as fp32 work).
-# name -> parameter names, in the order the node's args keep them.
-_WHOLE_FUNCTIONS = {
-    "scaled_dot_product_attention": ("query", "key", "value", "attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa"),
-}
+def _real_inputs(problem: Problem, workload: Workload, axes: dict[str, int]) -> dict[str, Any]:
+    """Integer, bool and custom inputs (and what safetensors files hold of them), made real when small."""
+    wanted: set[str] = set()
+    size = 0
+    for name, declared in problem.definition.inputs.items():
+        spec = workload.inputs[name]
+        if declared.shape is None or isinstance(spec, ScalarInput):
+            continue
+        floating = declared.dtype.is_floating
+        if isinstance(spec, CustomInput) or (not floating and isinstance(spec, (RandomInput, SafetensorsInput))):
+            wanted.add(name)
+            size += declared.dtype.storage_bytes(math.prod(declared.resolve_shape(axes)))
+    custom = {n for n in wanted if isinstance(workload.inputs[n], CustomInput)}
+    if size > REAL_INPUT_BYTES:
+        wanted -= custom  # the custom entry point makes them all at once: left fake when too big
+        size = sum(problem.definition.inputs[n].dtype.storage_bytes(math.prod(problem.definition.inputs[n].resolve_shape(axes))) for n in wanted)
+        if size > REAL_INPUT_BYTES:
+            return {}
+    return generate_inputs(problem, workload, seed=0, device="cpu", only=wanted) if wanted else {}
 
 
-class _Recorder:
-    """A TorchDispatchMode that records every aten op with TensorInfos for its tensors (plus a
-    TorchFunctionMode that records a few composite functions whole)."""
-
-    def __init__(self, decompose: Any):
-        import torch.nn.functional as functional
-        from torch.overrides import TorchFunctionMode
-        from torch.utils._python_dispatch import TorchDispatchMode
-
-        recorder = self
-
-        class Mode(TorchDispatchMode):
-            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-                return recorder.dispatch(self, func, args, kwargs or {})
-
-        whole = {getattr(functional, name): name for name in _WHOLE_FUNCTIONS}
-
-        class FunctionMode(TorchFunctionMode):
-            def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
-                kwargs = kwargs or {}
-                if func in whole and not recorder._suppressed:
-                    return recorder.record_whole(whole[func], func, args, kwargs)
-                return func(*args, **kwargs)
-
-        self.mode = Mode()
-        self.function_mode = FunctionMode()
-        self.decompose = decompose
-        self.nodes: list[OpNode] = []
-        self._infos: dict[int, tuple[Any, TensorInfo]] = {}  # id(tensor) -> (tensor kept alive, info)
-        self._ids = itertools.count()
-        self._decomposing: list[str] = []
-        self._suppressed = 0
-
-    def __enter__(self) -> _Recorder:
-        self.function_mode.__enter__()
-        self.mode.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.mode.__exit__(*exc)
-        self.function_mode.__exit__(*exc)
-
-    def record_whole(self, name: str, func: Any, args: tuple, kwargs: dict) -> Any:
-        import torch
-        from torch.utils._pytree import tree_flatten
-
-        self._suppressed += 1
-        try:
-            result = func(*args, **kwargs)
-        finally:
-            self._suppressed -= 1
-        parameters = _WHOLE_FUNCTIONS[name]
-        bound = dict(zip(parameters, args))
-        bound.update({k: v for k, v in kwargs.items() if k in parameters})
-        ordered = tuple(self.info(bound[p]) if isinstance(bound.get(p), torch.Tensor) else bound.get(p) for p in parameters)
-        inputs = [a for a in ordered if isinstance(a, TensorInfo)]
-        outputs = [self.info(t) for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor)]
-        self.nodes.append(OpNode(len(self.nodes), f"torch.nn.functional.{name}", name, inputs, outputs, ordered, {}))
-        return result
-
-    def info(self, tensor: Any) -> TensorInfo:
-        known = self._infos.get(id(tensor))
-        if known is not None and known[0] is tensor:
-            return known[1]
-        try:
-            dtype: DType | None = DType.from_torch(tensor.dtype)
-            bits = dtype.bits
-        except ValueError:
-            dtype, bits = None, tensor.element_size() * 8
-        storage = tensor.untyped_storage()
-        packed = 2 if dtype is not None and dtype.is_packed else 1  # fp4 storage shape is halved
-        shape = tuple(tensor.shape)
-        if packed == 2 and shape:
-            shape = (*shape[:-1], shape[-1] * 2)
-            stride = tuple(s * 2 for s in tensor.stride()[:-1]) + (tensor.stride()[-1],)
-        else:
-            stride = tuple(tensor.stride())
-        info = TensorInfo(
-            next(self._ids), shape, stride, dtype, bits, storage._cdata, tensor.storage_offset(), storage.nbytes()
-        )
-        self._infos[id(tensor)] = (tensor, info)
-        return info
-
-    def dispatch(self, mode: Any, func: Any, args: tuple, kwargs: dict) -> Any:
-        import torch
-        from torch.utils._pytree import tree_flatten, tree_map
-
-        name = str(func)
-        if name in _METADATA_OPS or self._suppressed:
-            return func(*args, **kwargs)
-        if self.decompose is not None:
-            replacement = self.decompose(func)
-            if replacement is not None:
-                self._decomposing.append(name)
-                try:
-                    with mode:
-                        return replacement(*args, **kwargs)
-                finally:
-                    self._decomposing.pop()
-        result = func(*args, **kwargs)
-        flat_in = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
-        flat_out = [r for r in tree_flatten(result)[0] if isinstance(r, torch.Tensor)]
-        if all(t.device.type == "meta" for t in flat_in + flat_out):
-            return result  # meta tensors hold no data: building a module's structure costs nothing
-        in_infos = [self.info(t) for t in flat_in]
-        schema = getattr(func, "_schema", None)
-        mutated = _mutated_arguments(schema, args, kwargs)
-        out_infos = []
-        for tensor in flat_out:
-            existing = self._infos.get(id(tensor))
-            out_infos.append(existing[1] if existing and existing[0] is tensor else self.info(tensor))
-        is_view = bool(schema is not None and schema.returns and all(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns))
-        to_info = lambda a: self.info(a) if isinstance(a, torch.Tensor) else a  # noqa: E731
-        self.nodes.append(
-            OpNode(
-                len(self.nodes),
-                name,
-                name.split(".")[1] if name.count(".") >= 2 else name,
-                in_infos,
-                out_infos,
-                tree_map(to_info, args),
-                tree_map(to_info, kwargs),
-                is_view=is_view,
-                mutated=[self.info(t) for t in mutated],
-                decomposed_from=self._decomposing[-1] if self._decomposing else None,
-            )
-        )
-        return result
-
-
-def _mutated_arguments(schema: Any, args: tuple, kwargs: dict) -> list[Any]:
+def _arguments(problem: Problem, workload: Workload, axes: dict[str, int], mode: Any, real: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    if schema is None:
-        return []
-    found = []
-    for index, argument in enumerate(schema.arguments):
-        if argument.alias_info is None or not argument.alias_info.is_write:
-            continue
-        value = args[index] if index < len(args) else kwargs.get(argument.name)
-        if isinstance(value, torch.Tensor):
-            found.append(value)
-    return found
+    arguments: dict[str, Any] = {}
+    for name, declared in problem.definition.inputs.items():
+        spec = workload.inputs[name]
+        if name in real:
+            arguments[name] = real[name]
+        elif declared.shape is None:
+            arguments[name] = scalar_value(declared, spec)
+        else:
+            shape = storage_shape(declared.dtype, declared.resolve_shape(axes))
+            with mode:
+                arguments[name] = torch.empty(shape, dtype=declared.dtype.torch_dtype())
+    return arguments
+
+
+def scalar_value(declared: Any, spec: Any) -> Any:
+    """A Python scalar input for the capture: its value, or a stand-in of its kind when it is drawn."""
+    value = spec.value if isinstance(spec, ScalarInput) else (1 if not declared.dtype.is_floating else 0.5)
+    if declared.dtype.is_floating:
+        return float(value)
+    if declared.dtype.value == "bool":
+        return bool(value)
+    return value
+
+
+def _input_bytes(problem: Problem, workload: Workload, axes: dict[str, int]) -> int:
+    return sum(spec.dtype.storage_bytes(math.prod(spec.resolve_shape(axes))) for spec in problem.definition.inputs.values() if spec.shape is not None)

@@ -16,6 +16,7 @@ from solbench.sol.costs import UNITS
 from solbench.spec.errors import SpecError, issues_from_validation_error
 
 Policy = Literal["strict", "relaxed"]
+ON_CHIP_WRITE_FACTOR = 2.5  # outputs written into the L2, against the DRAM bandwidth, when a spec names no rate
 USER_HARDWARE_DIR = Path(os.environ.get("SOLBENCH_HARDWARE_DIR", Path.home() / ".cache" / "solbench" / "hardware"))
 
 # Where a unit is missing on a chip, the next way to do the same work (fp8 without fp8 units runs as fp16).
@@ -44,6 +45,9 @@ class OnChip(BaseModel):
     registers_per_sm_bytes: int = Field(ge=0)
     last_level_cache_bytes: int = 0
     tensor_memory_per_sm_bytes: int = 0
+    # The rate at which outputs can be written into the L2 (they may stay there after the call);
+    # absent: ON_CHIP_WRITE_FACTOR x the DRAM bandwidth. A bound must not assume slower storage than the chip has.
+    l2_write_tbps: float | None = Field(None, gt=0)
 
 
 class HardwareSpec(BaseModel):
@@ -62,6 +66,22 @@ class HardwareSpec(BaseModel):
     @property
     def bandwidth_bytes_per_s(self) -> float:
         return self.dram.bandwidth_tbps * 1e12
+
+    @property
+    def on_chip_write_bytes_per_s(self) -> float:
+        rate = self.on_chip.l2_write_tbps
+        return rate * 1e12 if rate is not None else ON_CHIP_WRITE_FACTOR * self.bandwidth_bytes_per_s
+
+    def at_clock(self, mhz: float) -> HardwareSpec:
+        """This spec with its compute peaks at an SM clock of `mhz` (they scale with the clock; the
+        DRAM bandwidth does not). The datasheet peaks hold at boost_clock_ghz."""
+        if mhz <= 0:
+            raise SpecError(f"a clock must be a positive number of MHz, got {mhz:g}", field="clock")
+        factor = mhz / (self.boost_clock_ghz * 1000)
+        return self.model_copy(update={
+            "name": f"{self.name}@{mhz:g}MHz", "boost_clock_ghz": mhz / 1000,
+            "peak_tflops": {unit: value * factor for unit, value in self.peak_tflops.items()},
+        })
 
     @property
     def on_chip_bytes(self) -> int:

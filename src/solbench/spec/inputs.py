@@ -37,9 +37,10 @@ def derive_seed(*parts: object) -> int:
 
 
 def generate_inputs(problem: Problem, workload: Workload, *, seed: int = 0, trial: int = 0, device: Any = "cpu",
-                    profile: str | None = None) -> dict[str, Any]:
+                    profile: str | None = None, only: set[str] | None = None) -> dict[str, Any]:
     """All inputs of a workload, in the definition's order: tensors on device, or Python scalars.
-    `profile` overrides the problem's input profile (see solbench.spec.profiles)."""
+    `profile` overrides the problem's input profile (see solbench.spec.profiles); `only` names the
+    inputs wanted (the others are not made at all)."""
     import torch
 
     device = torch.device(device)
@@ -49,6 +50,8 @@ def generate_inputs(problem: Problem, workload: Workload, *, seed: int = 0, tria
     values: dict[str, Any] = {}
     custom: dict[str, Any] | None = None
     for name, declared in definition.inputs.items():
+        if only is not None and name not in only:
+            continue
         spec = workload.inputs[name]
         if isinstance(spec, ScalarInput):
             values[name] = _scalar(declared, spec.value, device)

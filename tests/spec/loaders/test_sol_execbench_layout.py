@@ -11,7 +11,8 @@ problem per convention of that data:
 - 010: a tolerance that gives only allow_negative_inf;
 - 011/012: the packed dtype float4_e2m1fn_x2 (physical shapes) as input and as output;
 - 013: fp8 inputs, a Python scalar and a 0-d tensor scale; 014: solbench's logical float4_e2m1;
-- 015: safetensors inputs whose blobs are absent (an error, or --synthesize-missing-blobs).
+- 015: safetensors inputs whose blobs are absent (an error, or --synthesize-missing-blobs);
+- 016: a backward problem that differentiates inside run (torch.autograd.grad).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from solbench.spec.profiles import resolve_profile
 
 LAYOUT = Path(__file__).resolve().parents[2] / "data" / "sol_execbench_layout"
 BLOBS_ABSENT = "015_paged_decode_blobs_published_separately"
-SUBSETS = {"L1": 8, "L2": 2, "Quant": 4, "FlashInfer-Bench": 1}
+SUBSETS = {"L1": 8, "L2": 3, "Quant": 4, "FlashInfer-Bench": 1}
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +164,7 @@ def test_validate_prints_a_line_per_subset_and_per_refused_problem():
     assert "Traceback" not in done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert "L1: 8 of 8 valid (20 workloads)" in lines
-    assert "L2: 2 of 2 valid (5 workloads); 1 with warnings" in lines
+    assert "L2: 3 of 3 valid (7 workloads); 1 with warnings" in lines
     assert "Quant: 4 of 4 valid (8 workloads)" in lines
     assert "FlashInfer-Bench: 0 of 1 valid (0 workloads)" in lines
     refused = [line for line in lines if line.startswith("refused: ")]

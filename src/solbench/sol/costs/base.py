@@ -92,20 +92,44 @@ TENSOR_UNIT_BY_DTYPE = {
 
 def tensor_unit(*dtypes: DType | None) -> str:
     """The matrix unit for a contraction of these operand dtypes (the widest operand decides)."""
-    known = [d for d in dtypes if d is not None]
+    known = [DType.float4_e2m1 if d == DType.float4_e2m1fn_x2 else d for d in dtypes if d is not None]
     widest = max(known, key=lambda d: (d.bits, d.is_floating)) if known else DType.float32
     return TENSOR_UNIT_BY_DTYPE.get(widest, "tensor_fp32")
 
 
+def operand_unit(*operands: TensorInfo) -> str:
+    """The matrix unit for a contraction of these operands, by the precision of the values they hold
+    (a bf16 tensor upcast to fp32 still holds bf16 values: bf16 tensor cores with fp32 accumulation
+    compute the product exactly), not by the dtype that stores them."""
+    return tensor_unit(*(t.value_format for t in operands))
+
+
+def operand_bytes(tensor: TensorInfo) -> tuple[float, float]:
+    """(bytes of the operand, bytes per element) as a kernel needs to hold it: at its value precision."""
+    bits = tensor.element_bits
+    if tensor.value_format is not None and tensor.value_format.bits < bits:
+        ratio = tensor.value_format.bits / bits
+        return tensor.unique_bytes * ratio, bits * ratio / 8
+    return tensor.unique_bytes, bits / 8
+
+
+def live_bytes(tensor: TensorInfo) -> float:
+    """Bytes a kernel must touch of a tensor: all of it, or its nonzero part when it is known to be
+    mostly zero (a gradient scattered into zeros): the rest needs neither reading nor writing."""
+    if tensor.nonzero is None or tensor.numel == 0:
+        return tensor.unique_bytes
+    return tensor.unique_bytes * tensor.nonzero_elements / tensor.numel
+
+
 def reads_all(node: OpNode) -> list[tuple[TensorInfo, int]]:
     """Every tensor argument read once, broadcast dims counted once."""
-    return [(t, t.unique_bytes) for t in node.inputs]
+    return [(t, live_bytes(t)) for t in node.inputs]
 
 
 def writes_all(node: OpNode) -> list[tuple[TensorInfo, int]]:
     if node.mutated:
-        return [(t, t.unique_bytes) for t in node.mutated]
-    return [(t, t.unique_bytes) for t in node.outputs]
+        return [(t, live_bytes(t)) for t in node.mutated]
+    return [(t, live_bytes(t)) for t in node.outputs]
 
 
 def letters(rank: int, start: int = 0) -> str:

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from math import prod
+from math import log2, prod
 
-from solbench.sol.costs.base import Contraction, Cost, letters, reads_all, rule, tensor_unit, vector_unit
+from solbench.sol.costs.base import Contraction, Cost, letters, operand_bytes, operand_unit, reads_all, rule, vector_unit
 from solbench.sol.graph import OpNode, TensorInfo
 
 
 def _gemm_cost(node: OpNode, a: TensorInfo, b: TensorInfo, batch: int, m: int, n: int, k: int, einsum: str, unit: str | None = None) -> Cost:
     out = node.outputs[0]
     cost = Cost(reads=reads_all(node), writes=[(out, out.unique_bytes)], einsum=einsum)
-    cost.flops[unit or tensor_unit(a.dtype, b.dtype)] += 2.0 * batch * m * n * k
-    cost.contraction = Contraction(
-        "gemm", batch, m, n, k, a.unique_bytes, b.unique_bytes, out.unique_bytes,
-        (a.element_bits / 8, b.element_bits / 8, out.element_bits / 8),
-    )
+    cost.flops[unit or operand_unit(a, b)] += 2.0 * batch * m * n * k
+    (a_bytes, a_element), (b_bytes, b_element) = operand_bytes(a), operand_bytes(b)
+    cost.contraction = Contraction("gemm", batch, m, n, k, a_bytes, b_bytes, out.unique_bytes, (a_element, b_element, out.element_bits / 8))
     return cost
 
 
@@ -94,7 +92,7 @@ def _convolution(node: OpNode) -> Cost:
     conv_spatial = prod((x.shape if transposed else out.shape)[2:])
     flops = 2.0 * batch * conv_spatial * prod(w.shape)  # as torch.utils.flop_counter counts it
     cost = Cost(reads=reads_all(node), writes=[(out, out.unique_bytes)])
-    cost.flops[tensor_unit(x.dtype, w.dtype)] += flops
+    cost.flops[operand_unit(x, w)] += flops
     has_bias = len(node.inputs) > 2 and node.args[2] is not None
     if has_bias:
         cost.flops[vector_unit(out.dtype)] += out.numel
@@ -106,10 +104,8 @@ def _convolution(node: OpNode) -> Cost:
     n = (w.shape[1] * prod(w.shape[2:])) if transposed else w.shape[0] // groups
     k = w.shape[0] // groups if transposed else w.shape[1] * prod(w.shape[2:])
     m = batch * conv_spatial
-    cost.contraction = Contraction(
-        "conv", groups, m, n, k, x.unique_bytes, w.unique_bytes, out.unique_bytes,
-        (x.element_bits / 8, w.element_bits / 8, out.element_bits / 8),
-    )
+    (x_bytes, x_element), (w_bytes, w_element) = operand_bytes(x), operand_bytes(w)
+    cost.contraction = Contraction("conv", groups, m, n, k, x_bytes, w_bytes, out.unique_bytes, (x_element, w_element, out.element_bits / 8))
     return cost
 
 
@@ -167,15 +163,132 @@ def _attention(node: OpNode) -> Cost:
     scores = q_heads * pairs
     out = node.outputs[0]
     cost = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs if t.numel > 0])
-    cost.flops[tensor_unit(q.dtype, k.dtype)] += 2.0 * scores * (d + d_v)
+    cost.flops[operand_unit(q, k)] += 2.0 * scores * (d + d_v)
     cost.flops[vector_unit(None)] += 4.0 * scores  # scale, running max, subtract, sum
     cost.flops["sfu"] += scores  # exp
     cost.einsum = "bhqd,bhkd,bhkv->bhqv" + (" (causal)" if causal else "")
     if mask_index is not None and len(node.args) > mask_index and isinstance(node.args[mask_index], TensorInfo):
         cost.einsum += " (masked)"
     group = max(1, q_heads // max(1, kv_heads))
-    cost.contraction = Contraction(
-        "attention", kv_heads, s_q * group, d_v, s_k, q.unique_bytes, k.unique_bytes, out.unique_bytes,
-        (q.element_bits / 8, k.element_bits / 8, out.element_bits / 8), extra_bytes=v.unique_bytes,
-    )
+    (q_bytes, q_element), (k_bytes, k_element), (v_bytes, _) = operand_bytes(q), operand_bytes(k), operand_bytes(v)
+    cost.contraction = Contraction("attention", kv_heads, s_q * group, d_v, s_k, q_bytes, k_bytes, out.unique_bytes,
+                                   (q_element, k_element, out.element_bits / 8), extra_bytes=v_bytes)
+    return cost
+
+
+@rule("_fft_r2c", "_fft_c2r", "_fft_c2c")
+def _fft(node: OpNode) -> Cost:
+    """5 N log2 N flops per complex transform of length N (a real transform: half of a complex one),
+    over the transformed dims; bytes of the input and the output."""
+    source, out = node.inputs[0], node.outputs[0]
+    dims = node.args[1] if len(node.args) > 1 and isinstance(node.args[1], (list, tuple)) else [-1]
+    logical = out if node.packet == "_fft_c2r" else source  # the real-valued side has the full length
+    if node.packet == "_fft_r2c":
+        logical = source
+    length = prod(logical.shape[d] for d in dims) if logical.shape else 1
+    transforms = max(1, logical.numel // max(1, length))
+    flops = 5.0 * length * max(1.0, log2(max(2, length))) * transforms
+    if node.packet != "_fft_c2c":
+        flops /= 2
+    cost = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs], einsum=f"fft over dims {list(dims)}")
+    cost.flops[vector_unit(None)] += flops
+    return cost
+
+
+@rule("mkldnn_rnn_layer", "_thnn_fused_lstm_cell", "_thnn_fused_gru_cell", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell")
+def _recurrent(node: OpNode) -> Cost:
+    """One recurrent layer: per step and batch row, the input and hidden products with the gate
+    weights on the matrix units, and the gate nonlinearities."""
+    tensors = node.inputs
+    if node.packet == "mkldnn_rnn_layer":  # input [T, B, I], w_ih [G*H, I], w_hh [G*H, H], ...
+        x, w_ih, w_hh = tensors[0], tensors[1], tensors[2]
+        steps_rows = prod(x.shape[:-1])
+        gates, inputs, hidden = w_ih.shape[0], w_ih.shape[1], w_hh.shape[1]
+        unit = operand_unit(x, w_ih)
+    else:  # a fused cell: gates already computed, or (input, hidden, weights) of one step
+        x = tensors[0]
+        steps_rows = prod(x.shape[:-1])
+        gates, inputs, hidden = x.shape[-1], 0, 0
+        unit = vector_unit(x.dtype)
+    cost = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs], einsum="recurrent layer")
+    if inputs or hidden:
+        cost.flops[unit] += 2.0 * steps_rows * gates * (inputs + hidden)
+    cost.flops[vector_unit(x.dtype)] += 4.0 * steps_rows * gates
+    cost.flops["sfu"] += steps_rows * gates
+    return cost
+
+
+@rule("convolution_backward")
+def _convolution_backward(node: OpNode) -> Cost:
+    """The input gradient and the weight gradient are each a convolution as large as the forward one
+    (as torch.utils.flop_counter counts them), for the outputs asked for; the bias gradient a sum."""
+    grad, x, w = node.inputs[:3]
+    transposed = bool(node.args[7]) if len(node.args) > 7 else False
+    mask = node.args[10] if len(node.args) > 10 and isinstance(node.args[10], (list, tuple)) else (True, True, True)
+    spatial = prod((x.shape if transposed else grad.shape)[2:])
+    forward = 2.0 * x.shape[0] * spatial * prod(w.shape)
+    cost = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs], einsum="convolution backward")
+    unit = operand_unit(grad, w)
+    cost.flops[unit] += forward * (int(bool(mask[0])) + int(bool(mask[1])))
+    if len(mask) > 2 and mask[2]:
+        cost.flops[vector_unit(grad.dtype)] += grad.numel
+    return cost
+
+
+ATTENTION_BACKWARD = {
+    # packet -> index of is_causal in args
+    "_scaled_dot_product_flash_attention_for_cpu_backward": 7,
+    "_scaled_dot_product_flash_attention_backward": 11,
+    "_scaled_dot_product_efficient_attention_backward": 11,
+    "_scaled_dot_product_cudnn_attention_backward": 14,
+    "_flash_attention_backward": 10,
+    "_efficient_attention_backward": None,
+}
+
+
+@rule(*ATTENTION_BACKWARD)
+def _attention_backward(node: OpNode) -> Cost:
+    """Five products per (query, key) pair against the forward's two (scores recomputed, dV, dP, dQ,
+    dK: flash attention's backward), and the softmax gradient's vector work and exp."""
+    grad, q, k, v = node.args[:4]
+    causal_index = ATTENTION_BACKWARD[node.packet]
+    causal = bool(node.args[causal_index]) if causal_index is not None and len(node.args) > causal_index else bool(node.kwargs.get("is_causal", False))
+    layout_bshd = node.packet in {"_flash_attention_backward", "_efficient_attention_backward"}
+    if layout_bshd:
+        (b, s_q, h_q, d), s_k, d_v = q.shape, k.shape[1], v.shape[-1]
+        heads = b * h_q
+    else:
+        s_q, d, s_k, d_v = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
+        heads = prod(q.shape[:-2])
+    pairs = heads * (causal_pairs(s_q, s_k) if causal else s_q * s_k)
+    cost = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs if t.numel > 0],
+                einsum="attention backward" + (" (causal)" if causal else ""))
+    cost.flops[operand_unit(q, k)] += 2.0 * pairs * (3 * d + 2 * d_v)
+    cost.flops[vector_unit(None)] += 6.0 * pairs
+    cost.flops["sfu"] += pairs
+    return cost
+
+
+@rule("einsum")
+def _einsum(node: OpNode) -> Cost:
+    """A two-operand einsum recorded whole: a multiply-add per combination of its indices, on the
+    matrix units when both operands bring free indices (a matrix product), else on the vector units."""
+    from solbench.sol.einsum import roles
+
+    equation = node.args[0]
+    a, b = node.inputs[:2]
+    out = node.outputs[0]
+    sizes = roles(equation, a.shape, b.shape)
+    cost = Cost(reads=reads_all(node), writes=[(out, out.unique_bytes)], einsum=equation)
+    if sizes is None:
+        cost.flops[vector_unit(out.dtype)] += 2.0 * out.numel
+        return cost
+    summed = sizes["k"] > 1
+    if summed and sizes["m"] > 1 and sizes["n"] > 1:
+        cost.flops[operand_unit(a, b)] += 2.0 * sizes["all"]
+        (a_bytes, a_element), (b_bytes, b_element) = operand_bytes(a), operand_bytes(b)
+        cost.contraction = Contraction("gemm", sizes["batch"], sizes["m"], sizes["n"], sizes["k"], a_bytes, b_bytes, out.unique_bytes,
+                                       (a_element, b_element, out.element_bits / 8))
+    else:  # a matrix-vector product, an outer or elementwise product: memory-bound vector work
+        cost.flops[vector_unit(out.dtype)] += (2.0 if summed else 1.0) * sizes["all"]
     return cost

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from math import log2, prod
 
-from solbench.sol.costs.base import FREE_OPS, Cost, elementwise_einsum, letters, reads_all, rule, vector_unit, writes_all
+from solbench.sol.costs.base import FREE_OPS, Cost, elementwise_einsum, letters, live_bytes, reads_all, rule, vector_unit, writes_all
 from solbench.sol.graph import OpNode, TensorInfo
 
 FREE_OPS.update({"_unsafe_view", "view", "_reshape_alias", "as_strided", "expand", "permute", "transpose", "t",
                  "unsqueeze", "squeeze", "select", "slice", "narrow", "split", "split_with_sizes", "chunk", "unbind",
-                 "diagonal", "unfold", "view_as_real", "view_as_complex", "_nested_view_from_buffer", "alias", "detach"})
+                 "diagonal", "unfold", "view_as_real", "view_as_complex", "_nested_view_from_buffer", "alias", "detach",
+                 # in-place forms that change only the metadata of their tensor
+                 "squeeze_", "unsqueeze_", "transpose_", "t_", "as_strided_", "swapaxes_", "swapdims_", "detach_"})
 
 
 def _touched(table: TensorInfo, rows: int, row_bytes: int) -> int:
@@ -31,9 +33,15 @@ def _slice_bytes(tensor: TensorInfo, dim: int) -> int:
       "randn", "rand", "randint", "randperm", "tril_indices", "triu_indices", "zeros_like", "ones_like", "full_like",
       "rand_like", "randn_like", "randint_like", "bernoulli_p")
 def _factory(node: OpNode) -> Cost:
-    cost = Cost(writes=[(t, t.unique_bytes) for t in node.outputs], einsum="->" + letters(len(node.outputs[0].shape)))
-    cost.flops[vector_unit(node.outputs[0].dtype)] += node.outputs[0].numel
+    """A new tensor: its bytes written; values computed per element (arange, random draws), while a
+    fill with one value (zeros, ones, full) computes nothing."""
+    cost = Cost(writes=[(t, live_bytes(t)) for t in node.outputs], einsum="->" + letters(len(node.outputs[0].shape)))
+    if node.packet not in _FILLS:
+        cost.flops[vector_unit(node.outputs[0].dtype)] += node.outputs[0].numel
     return cost
+
+
+_FILLS = {"zeros", "ones", "full", "scalar_tensor", "new_zeros", "new_ones", "new_full", "zeros_like", "ones_like", "full_like"}
 
 
 @rule("cat", "stack", "constant_pad_nd", "reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad1d",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from solbench.sol.costs.base import FREE_OPS, RULES, Cost, elementwise_einsum, reads_all, vector_unit, writes_all
 from solbench.sol.graph import OpNode
 
@@ -21,7 +23,8 @@ _table(1, 0, "add", "sub", "rsub", "mul", "neg", "abs", "relu", "sign", "sgn", "
        "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
        "where", "masked_fill", "square", "threshold", "heaviside", "remainder", "fmod", "copysign", "isnan", "isinf",
        "isfinite", "isneginf", "isposinf", "nan_to_num", "signbit", "hardtanh", "relu6", "floor_divide", "bitwise_left_shift",
-       "bitwise_right_shift")
+       "bitwise_right_shift", "__rshift__", "__lshift__", "__and__", "__or__", "__xor__", "__irshift__", "__ilshift__",
+       "__iand__", "__ior__", "__ixor__")
 _table(1, 1, "div", "true_divide")  # division goes through a reciprocal
 _table(2, 0, "addcmul", "lerp", "leaky_relu", "hardsigmoid", "xlogy")
 _table(2, 1, "addcdiv")
@@ -53,10 +56,18 @@ def pointwise_cost(node: OpNode) -> Cost:
     cost = Cost(reads=reads_all(node), writes=writes_all(node), einsum=elementwise_einsum(node))
     target = node.mutated[0] if node.mutated else node.outputs[0]
     elements = target.numel
+    if node.packet.rstrip("_") in {"add", "sub", "mul"} and any(t.nonzero is not None for t in node.inputs):
+        # with a mostly-zero operand (a gradient scattered into zeros) only its nonzero elements need work:
+        # a kernel accumulates them into the other operand in place
+        elements = min(elements, *(_nonzero_share(t, target) for t in node.inputs))
+        cost.reads = [(t, elements * t.element_bits / 8) for t in node.inputs]
+        cost.writes = [(target, elements * target.element_bits / 8)]
     if node.packet.rstrip("_") in {"pow"} and len(node.args) > 1 and isinstance(node.args[1], (int, float)) and float(node.args[1]).is_integer():
         flops, sfu = abs(float(node.args[1])) - 1 or 1, 0  # integer powers are repeated multiplies
     if node.packet.rstrip("_") in {"add", "sub"} and node.kwargs.get("alpha", 1) != 1:
         flops = 2  # a * alpha + b: one FMA
+    if node.packet.rstrip("_") in {"div", "true_divide"} and _divides_by_a_number(node):
+        sfu = 0  # by a scalar: a multiplication by its reciprocal, made once
     work_dtype = max((t.dtype for t in node.inputs if t.dtype is not None), key=lambda d: d.bits, default=target.dtype)
     if flops:
         cost.flops[vector_unit(work_dtype)] += flops * elements
@@ -69,6 +80,19 @@ def pointwise_cost(node: OpNode) -> Cost:
         if node.packet == "empty_like":
             cost.writes = []
     return cost
+
+
+def _nonzero_share(tensor: Any, target: Any) -> int:
+    """The nonzero elements of an operand, counted in the (broadcast) output."""
+    return tensor.nonzero_elements * max(1, target.numel // max(1, tensor.numel))
+
+
+def _divides_by_a_number(node: OpNode) -> bool:
+    """x / c with c a Python number or a tensor of one element."""
+    divisor = node.args[1] if len(node.args) > 1 else None
+    if isinstance(divisor, (int, float)):
+        return True
+    return len(node.inputs) > 1 and node.inputs[1].numel == 1
 
 
 for _packet in POINTWISE:

@@ -1,0 +1,221 @@
+"""Work a kernel can skip or do on faster units, seen from the structure of the graph.
+
+Per-op pricing overstates two patterns that are common in references:
+
+- attention written out with a mask that depends on no input (`torch.triu(torch.ones(S, S))`
+  then `masked_fill(-inf)`, or an additive mask of -inf / dtype min) before a softmax: the masked
+  (query, key) pairs need no work, so the score and value products and the ops between them are
+  priced for the pairs the mask keeps, as causal SDPA is;
+- a contraction written as a broadcast multiply and a sum (`(a[..., :, None] * b[..., None, :, :]).sum(-2)`):
+  one multiply-add per product element on the matrix units, not a multiply and an add on the
+  vector units.
+
+`adjust(graph, costs)` rewrites the costs in place and returns a note per pattern found.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from math import prod
+from typing import TYPE_CHECKING
+
+from solbench.sol.costs.base import Contraction, operand_bytes, operand_unit
+
+if TYPE_CHECKING:
+    from solbench.sol.costs import Cost
+    from solbench.sol.graph import Graph, OpNode, TensorInfo
+
+CONTRACTIONS = {"mm", "bmm", "addmm", "baddbmm", "matmul"}
+SOFTMAXES = {"_softmax", "softmax", "_safe_softmax", "special_softmax", "_log_softmax", "log_softmax"}
+PASS_THROUGH = {"_to_copy", "clone", "contiguous", "view", "_unsafe_view", "reshape", "expand", "mul", "div", "true_divide",
+                "native_dropout", "alias", "detach", "squeeze", "unsqueeze", "permute", "transpose"}
+MASKING = {"masked_fill", "add", "where", "sub"}
+MASKED_VALUE = -1e30  # a fill at or below this (or -inf, or half a narrow dtype's lowest value) masks the score out
+
+
+def adjust(graph: Graph, costs: list[Cost | None]) -> list[str]:
+    producers, consumers = _links(graph)
+    notes = _masked_scores(graph, costs, producers, consumers)
+    notes += _broadcast_contractions(graph, costs, producers, consumers)
+    return notes
+
+
+def _links(graph: Graph) -> tuple[dict[int, OpNode], dict[int, list[OpNode]]]:
+    producers: dict[int, OpNode] = {}
+    consumers: dict[int, list[OpNode]] = defaultdict(list)
+    for node in graph.nodes:
+        for tensor in node.outputs:
+            producers.setdefault(tensor.id, node)
+        for tensor in node.inputs:
+            consumers[tensor.id].append(node)
+    return producers, consumers
+
+
+# --- attention with a constant mask -------------------------------------------------------------
+
+
+def _masked_scores(graph: Graph, costs: list[Cost | None], producers: dict[int, OpNode], consumers: dict[int, list[OpNode]]) -> list[str]:
+    notes = []
+    for node in graph.nodes:
+        if node.packet not in SOFTMAXES or not node.inputs:
+            continue
+        chain: list[OpNode] = []
+        kept: float | None = None
+        scores_product: OpNode | None = None
+        current = node.inputs[0]
+        for _ in range(12):  # walk back to the product of queries and keys
+            producer = producers.get(current.id)
+            if producer is None:
+                break
+            if producer.packet in CONTRACTIONS:
+                scores_product = producer
+                break
+            if producer.packet in MASKING and kept is None:
+                kept = _kept_fraction(producer, current)
+            elif producer.packet not in PASS_THROUGH:
+                break
+            chain.append(producer)
+            data = [t for t in producer.inputs if not t.constant]
+            if not data:
+                break
+            current = data[0]
+        if kept is None or scores_product is None or kept >= 1.0:
+            continue
+        value_product = _consumer_product(node, consumers)
+        scaled = [scores_product, *chain, node] + ([value_product] if value_product is not None else [])
+        for op in scaled:
+            cost = costs[op.index]
+            if cost is not None:
+                for unit in cost.flops:
+                    cost.flops[unit] *= kept
+        notes.append(f"op {node.index} ({node.packet}): a constant mask keeps {kept:.3g} of the scores; the products around it are "
+                     f"priced for the kept pairs only")
+    return notes
+
+
+def _kept_fraction(node: OpNode, scores: TensorInfo) -> float | None:
+    """The share of score elements a constant mask leaves (None when the op is no such mask)."""
+    import torch
+
+    masks = [t for t in node.inputs if t.constant and t.values is not None]
+    if not masks:
+        return None
+    values = masks[0].values
+    low = _masking_threshold(scores)
+    if node.packet == "masked_fill":
+        if not _masks_out(node.args[2] if len(node.args) > 2 else None, low):
+            return None
+        dropped = values.to(torch.bool)
+    elif node.packet == "where":
+        if not _masks_out(node.args[2] if len(node.args) > 2 else None, low):
+            return None
+        dropped = ~values.to(torch.bool)
+    elif node.packet in ("add", "sub") and values.dtype.is_floating_point:
+        sign = -1.0 if node.packet == "sub" else 1.0
+        dropped = (values.to(torch.float64) * sign) <= max(low, float(torch.finfo(values.dtype).min) / 2)
+    else:
+        return None
+    try:
+        shape = torch.broadcast_shapes(tuple(dropped.shape), tuple(scores.shape))
+    except RuntimeError:
+        return None
+    if shape != tuple(scores.shape):
+        return None  # the mask widens the scores: not a mask of them
+    return 1.0 - float(dropped.to(torch.float64).mean())
+
+
+def _masks_out(fill: object, low: float) -> bool:
+    """Whether a fill value (a number, or a constant tensor of one value) masks a score out."""
+    from solbench.sol.graph import TensorInfo
+
+    if isinstance(fill, TensorInfo):
+        if not fill.constant or fill.values is None or fill.values.numel() != 1:
+            return False
+        fill = float(fill.values.reshape(-1)[0])
+    return isinstance(fill, (int, float)) and fill <= low
+
+
+def _masking_threshold(scores: TensorInfo) -> float:
+    """A value at or below which a score is masked out: -1e30, or half the lowest of a narrow dtype (fp16)."""
+    import torch
+
+    if scores.dtype is not None and scores.dtype.is_floating and scores.dtype.bits >= 16:
+        return max(MASKED_VALUE, float(torch.finfo(scores.dtype.torch_dtype()).min) / 2)
+    return MASKED_VALUE
+
+
+def _consumer_product(node: OpNode, consumers: dict[int, list[OpNode]]) -> OpNode | None:
+    """The product of the (masked) probabilities with the values, following casts and views."""
+    current = node.outputs[0] if node.outputs else None
+    for _ in range(6):
+        if current is None:
+            return None
+        users = consumers.get(current.id, [])
+        if len(users) != 1:
+            return None
+        user = users[0]
+        if user.packet in CONTRACTIONS:
+            return user
+        if user.packet not in PASS_THROUGH or not user.outputs:
+            return None
+        current = user.outputs[0]
+    return None
+
+
+# --- a broadcast multiply and a sum -----------------------------------------------------------------
+
+
+def _broadcast_contractions(graph: Graph, costs: list[Cost | None], producers: dict[int, OpNode],
+                            consumers: dict[int, list[OpNode]]) -> list[str]:
+    notes = []
+    for node in graph.nodes:
+        if node.packet not in ("sum", "mean") or not node.inputs or costs[node.index] is None:
+            continue
+        product = node.inputs[0]
+        mul = producers.get(product.id)
+        if mul is None or mul.packet != "mul" or len(mul.inputs) != 2 or consumers.get(product.id) != [node]:
+            continue
+        a, b = mul.inputs
+        shape = product.shape
+        rank = len(shape)
+        reduced = _reduced(node, rank)
+        if not reduced:
+            continue
+        pa, pb = _padded(a.shape, rank), _padded(b.shape, rank)
+        broadcast_a = {i for i in range(rank) if pa[i] == 1 and shape[i] > 1}
+        broadcast_b = {i for i in range(rank) if pb[i] == 1 and shape[i] > 1}
+        if not broadcast_a or not broadcast_b or reduced & (broadcast_a | broadcast_b):
+            continue
+        elements = prod(shape)
+        k = prod(shape[i] for i in reduced)
+        n = prod(shape[i] for i in broadcast_a)  # a lacks the columns
+        m = prod(shape[i] for i in broadcast_b)  # b lacks the rows
+        batch = max(1, elements // max(1, k * m * n))
+        mul_cost, sum_cost = costs[mul.index], costs[node.index]
+        if mul_cost is not None:
+            mul_cost.flops.clear()
+        unit = operand_unit(a, b)
+        sum_cost.flops.clear()
+        sum_cost.flops[unit] += 2.0 * elements
+        sum_cost.einsum = "broadcast multiply and sum: a contraction"
+        (a_bytes, a_element), (b_bytes, b_element) = operand_bytes(a), operand_bytes(b)
+        out = node.outputs[0]
+        sum_cost.contraction = Contraction("gemm", batch, m, n, k, a_bytes, b_bytes, out.unique_bytes, (a_element, b_element, out.element_bits / 8))
+        notes.append(f"ops {mul.index}+{node.index}: a broadcast multiply and sum over {k} elements is a contraction, priced on {unit}")
+    return notes
+
+
+def _reduced(node: OpNode, rank: int) -> set[int]:
+    dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    if dims is None or isinstance(dims, bool):
+        return set(range(rank))
+    if isinstance(dims, int):
+        dims = [dims]
+    try:
+        return {int(d) % rank for d in dims} if rank else set()
+    except (TypeError, ValueError):
+        return set()
+
+
+def _padded(shape: tuple[int, ...], rank: int) -> tuple[int, ...]:
+    return (1,) * (rank - len(shape)) + tuple(shape)
