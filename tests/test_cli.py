@@ -258,3 +258,32 @@ def test_show_flashinfer_trace_folder(in_data):
     result = in_process("show", "flashinfer_trace")
     assert result.exit_code == 0, result.output
     assert "rmsnorm_h8" in result.stdout and "gemm_n16_k8" in result.stdout
+
+
+# --- audit ------------------------------------------------------------------------------------------
+
+LEGIT = DATA.parent / "legit"
+EXPLOITS = DATA.parent / "exploits"
+
+
+def test_audit_json_lists_each_solution_with_its_findings():
+    import json
+
+    honest, cheat = LEGIT / "legit_env_tuning_variables.json", EXPLOITS / "11_environ_call_counter.json"
+    result = CliRunner().invoke(app, ["audit", "--json", str(honest), str(cheat)], env=ENV)
+    assert result.exit_code == 1, result.output  # one of them is refused
+    report = json.loads(result.output)
+    assert [entry["path"] for entry in report] == [str(honest), str(cheat)]
+    assert [entry["refused"] for entry in report] == [False, True]
+    assert {f["rule"] for f in report[0]["findings"]} == {"PY-ENV-TUNING"}
+    assert all(f["severity"] == "warn" and f["file"] == "main.py" and f["line"] >= 1 for f in report[0]["findings"])
+    env = [f for f in report[1]["findings"] if f["rule"] == "PY-ENV"]
+    assert env and env[0]["severity"] == "reject" and env[0]["message"]
+
+
+def test_audit_accepts_honest_solutions_with_exit_code_zero():
+    import json
+
+    result = CliRunner().invoke(app, ["audit", "--json", str(LEGIT / "legit_importlib_own_module.json")], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output) == [{"path": str(LEGIT / "legit_importlib_own_module.json"), "refused": False, "findings": []}]

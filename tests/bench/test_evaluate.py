@@ -494,3 +494,11 @@ def test_fewer_timed_calls_are_kept_for_checking_when_outputs_are_large(tmp_path
         assert run._checkable_calls(problem.workloads[0]) == checked
     finally:
         run.close()
+
+
+def test_an_output_whose_memory_cannot_be_inspected_is_a_wrong_output_not_a_worker_fault(cache_root: Path):
+    run = run_solution("sparse_output", cache_root)
+    assert run.statuses == [Status.INCORRECT_SHAPE] * 3
+    for trace in run.traces:
+        log = trace.evaluation.log
+        assert "Traceback" not in log and "sparse" in log.lower(), log

@@ -126,7 +126,9 @@ def test_hw_calibrate_cpu_writes_a_loadable_spec(runner: CliRunner, tmp_path) ->
     measured = spec.calibration["measured"]
     assert measured["copy_tbps"] > 0 and measured["read_tbps"] > 0 and measured["vector_fp32"] > 0
     # the measured ceilings replaced the placeholders
-    assert spec.peak_tflops["vector_fp32"] == round(measured["vector_fp32"], 3)
+    # (to 3 decimals, or 4 significant digits below 0.01 TFLOP/s: a rate is never rounded to 0; `measured` keeps 4 decimals)
+    assert spec.peak_tflops["vector_fp32"] > 0
+    assert spec.peak_tflops["vector_fp32"] == pytest.approx(measured["vector_fp32"], rel=0.01, abs=1e-4)
     assert spec.dram.bandwidth_tbps == round(max(measured["copy_tbps"], measured["read_tbps"]), 4)
     assert spec.bandwidth_bytes_per_s > 0 and spec.on_chip_bytes > 0
     # usable for an analysis
@@ -143,3 +145,17 @@ def test_hw_calibrate_cpu_writes_a_loadable_spec(runner: CliRunner, tmp_path) ->
     forced = runner.invoke(app, args + ["--force"])
     assert forced.exit_code == 0, forced.output
     assert get_hardware(str(target)).name == "CPU-calibrated"
+
+
+def test_a_spec_with_a_zero_rate_is_refused_with_one_line(runner: CliRunner, tmp_path) -> None:
+    import yaml
+
+    data = get_hardware("H200").model_dump(mode="json")
+    data["peak_tflops"]["vector_fp16"] = 0.0
+    path = tmp_path / "zero.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError, match="expected a positive rate in TFLOP/s for vector_fp16"):
+        get_hardware(str(path))
+    result = runner.invoke(app, ["hw", "show", str(path)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "positive rate" in result.output

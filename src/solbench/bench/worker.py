@@ -374,10 +374,15 @@ def _storage_pointers(value: Any) -> tuple[int, int] | None:
 
 
 def _overlap(a: Any, b: Any) -> bool:
-    """Whether two tensors' storages share bytes (on the same device)."""
+    """Whether two tensors' storages share bytes (on the same device). A tensor whose storage cannot
+    be inspected (sparse, some subclasses) is the solution's wrong output, never the worker's fault."""
     if a.device != b.device:
         return False
-    sa, sb = a.untyped_storage(), b.untyped_storage()
+    try:
+        sa, sb = a.untyped_storage(), b.untyped_storage()
+    except (RuntimeError, NotImplementedError) as exc:
+        raise _WrongOutputs(f"an output is a {type(a).__name__} of layout {a.layout} whose memory cannot be inspected "
+                            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); outputs are plain dense tensors") from None
     if sa.nbytes() == 0 or sb.nbytes() == 0:
         return False
     start_a, start_b = sa.data_ptr(), sb.data_ptr()

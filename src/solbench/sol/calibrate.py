@@ -102,7 +102,8 @@ def calibrated_spec(base: HardwareSpec | None, device: str, measured: dict[str, 
     for unit, value in measured.items():
         if unit in ("copy_tbps", "read_tbps"):
             continue
-        peaks[unit] = round(value, 3)
+        if value > 0:  # a rate too small for 3 decimals keeps its significant digits (never 0: a rate divides)
+            peaks[unit] = float(f"{value:.4g}") if value < 0.01 else round(value, 3)
     if "vector_fp32" in measured and base.vendor == "CPU":
         peaks.setdefault("vector_fp16", peaks["vector_fp32"])
         peaks.setdefault("vector_int32", peaks["vector_fp32"])

@@ -18,13 +18,12 @@ get it, the first that applies:
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from solbench.sol.graph import Graph, TensorInfo
-from solbench.sol.recorder import Recorder
+from solbench.sol.graph import Graph
+from solbench.sol.tracing import CaptureError, record, scalar_value
 from solbench.spec.dtypes import storage_shape
 from solbench.spec.inputs import generate_inputs
 from solbench.spec.problem import Problem
@@ -34,10 +33,6 @@ from solbench.spec.workload import CustomInput, RandomInput, SafetensorsInput, S
 REAL_INPUT_BYTES = 256 << 20  # integer, bool and custom inputs made real for a concrete capture, in all
 REAL_CAPTURE_BYTES = 1 << 30  # the largest workload (inputs) ever captured on real tensors
 MAX_SYMBOLIC = 8  # symbolic captures of one problem before each workload is captured on its own
-
-
-class CaptureError(RuntimeError):
-    pass
 
 
 def capture(problem: Problem, workload: Workload, decompose: Any = None) -> Graph:
@@ -86,7 +81,7 @@ class Captures:
 
     def totals(self, workload: Workload, hardware: Any, policy: str) -> Any:
         """The analysis totals of a workload: from its graph, or extrapolated along a loop axis."""
-        from solbench.sol.analysis import graph_totals
+        from solbench.sol.pricing import graph_totals
         from solbench.sol.loops import plan
 
         if self.loop_axis is not None:
@@ -131,44 +126,6 @@ def capture_concrete(problem: Problem, workload: Workload, decompose: Any = None
     return graph
 
 
-def record(run: Any, arguments: dict[str, Any], problem: Problem, decompose: Any, fake_mode: Any, mode_name: str, hint: Any = None) -> Graph:
-    """Run the reference under a Recorder and build its Graph (inputs and outputs named)."""
-    import torch
-    from torch._subclasses.fake_tensor import FakeTensor
-
-    logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)  # refusals are handled here, not logged
-    recorder = Recorder(decompose, fake_mode, hint)
-    if fake_mode is not None:  # real inputs (integers, custom ones) run as fake tensors whose shadows hold their values
-        for name, value in list(arguments.items()):
-            if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
-                arguments[name] = fake_mode.from_tensor(value, static_shapes=True)
-                recorder.give_shadow(arguments[name], value)
-    inputs = {name: recorder.info(value, constant=False) for name, value in arguments.items() if isinstance(value, torch.Tensor)}
-    for name, info in inputs.items():
-        info.role, info.name = "input", name
-    with recorder:  # grad mode as the caller has it: backward problems differentiate inside run
-        result = run(*arguments.values())
-    results = result if isinstance(result, (tuple, list)) else (result,)
-    declared = problem.definition.outputs
-    if len(results) != len(declared):
-        raise CaptureError(f"run() returned {len(results)} value(s); the definition declares {len(declared)} output(s)")
-    outputs: dict[str, TensorInfo] = {}
-    for (name, spec), value in zip(declared.items(), results):
-        if not isinstance(value, torch.Tensor):
-            if spec.shape is None:
-                continue  # a Python number: no memory to count
-            raise CaptureError(f"run() returned a {type(value).__name__} for output {name!r}")
-        info = recorder.info(value)
-        if info.role != "input":
-            info.role = "output"
-        info.name = info.name or name
-        outputs[name] = info
-    graph = Graph(recorder.nodes, inputs, outputs, notes=list(recorder.notes), mode=mode_name)
-    graph.data_dependent = list(recorder.data_dependent)
-    graph.value_sensitive = recorder.value_sensitive
-    return graph
-
-
 def _real_inputs(problem: Problem, workload: Workload, axes: dict[str, int]) -> dict[str, Any]:
     """Integer, bool and custom inputs (and what safetensors files hold of them), made real when small."""
     wanted: set[str] = set()
@@ -205,16 +162,6 @@ def _arguments(problem: Problem, workload: Workload, axes: dict[str, int], mode:
             with mode:
                 arguments[name] = torch.empty(shape, dtype=declared.dtype.torch_dtype())
     return arguments
-
-
-def scalar_value(declared: Any, spec: Any) -> Any:
-    """A Python scalar input for the capture: its value, or a stand-in of its kind when it is drawn."""
-    value = spec.value if isinstance(spec, ScalarInput) else (1 if not declared.dtype.is_floating else 0.5)
-    if declared.dtype.is_floating:
-        return float(value)
-    if declared.dtype.value == "bool":
-        return bool(value)
-    return value
 
 
 def _input_bytes(problem: Problem, workload: Workload, axes: dict[str, int]) -> int:

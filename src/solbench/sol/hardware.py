@@ -140,6 +140,9 @@ def load_hardware_file(path: Path) -> HardwareSpec:
         raise SpecError(f"unknown units {', '.join(sorted(unknown))} (known: {', '.join(UNITS)})", path=path, field="peak_tflops")
     if "vector_fp32" not in spec.peak_tflops:
         raise SpecError("vector_fp32 is required", path=path, field="peak_tflops")
+    zero = sorted(unit for unit, value in spec.peak_tflops.items() if not value > 0)
+    if zero:
+        raise SpecError(f"expected a positive rate in TFLOP/s for {', '.join(zero)}", path=path, field="peak_tflops")
     return spec
 
 

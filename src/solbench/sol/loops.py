@@ -35,7 +35,7 @@ class LoopEstimate:
 
     def totals(self, workload: Workload, hardware: Any, policy: str) -> Any:
         """The extrapolated totals of this workload, or None where the estimate does not apply."""
-        from solbench.sol.analysis import graph_totals
+        from solbench.sol.pricing import graph_totals
 
         axes = self.problem.axes(workload)
         target = axes.get(self.axis)

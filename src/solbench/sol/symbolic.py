@@ -70,7 +70,7 @@ def capture_symbolic(problem: Problem, workload: Workload, decompose: Any = None
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
-    from solbench.sol.capture import CaptureError, record, scalar_value
+    from solbench.sol.tracing import CaptureError, record, scalar_value
     from solbench.spec.dtypes import DType
     from solbench.spec.reference import reference_module
 

@@ -278,14 +278,28 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     # precision flags, also through aliases
     ("precision-tf32", "PY-PRECISION", "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True  # HERE\n"),
     ("precision-alias", "PY-PRECISION", "import torch as t\nt.backends.cuda.matmul.allow_tf32 = True  # HERE\n"),
-    ("precision-cudnn-from", "PY-PRECISION", "from torch.backends import cudnn\ncudnn.allow_tf32 = True  # HERE\n"),
+    ("env-tuning-warned", "PY-ENV-TUNING", "import os\nos.environ['CUBLAS_WORKSPACE_CONFIG'] = ':4096:8'  # HERE\n"),
+    ("write-own-folder-warned", "PY-FILE-WRITE-OWN", "from pathlib import Path\n(Path(__file__).parent / 'gen.cu').write_text('x')  # HERE\n"),
+    ("cudart-reviewed", "PY-CUDART", "import torch\nrt = torch.cuda.cudart()  # HERE\n"),
+    ("downcast-half", "PY-DOWNCAST", "import torch\n\ndef run(a, b):\n    return (a.half() @ b.half()).float()  # HERE\n"),
+    ("downcast-to", "PY-DOWNCAST", "import torch\n\ndef run(a):\n    return a.to(torch.bfloat16).sum()  # HERE\n"),
+    ("env-tuning-mixed", "PY-ENV", "import os\nos.environ.update({'TORCHINDUCTOR_X': '1', 'LD_PRELOAD': 'evil.so'})  # HERE\n"),
+    ("env-tuning-computed", "PY-ENV", "import os\n\ndef run(k):\n    os.environ[k] = '1'  # HERE\n"),
+    ("write-above-own-folder", "PY-PATH-ESCAPE", "import os\nFOLDER = os.path.dirname(__file__)\nopen(os.path.join(FOLDER, '..', 'x'), 'w')  # HERE\n"),
+    ("importlib-library-name", "PY-SYSMODULES", "import importlib.util, os, sys\npath = os.path.join(os.path.dirname(__file__), 'helper.py')\n"
+     "spec = importlib.util.spec_from_file_location('time', path)\nmodule = importlib.util.module_from_spec(spec)\nsys.modules['time'] = module  # HERE\n"),
+    ("importlib-foreign-file", "PY-SYSMODULES", "import importlib.util, sys\nspec = importlib.util.spec_from_file_location('h', '/opt/h.py')\n"
+     "module = importlib.util.module_from_spec(spec)\nsys.modules['h'] = module  # HERE\n"),
+    ("cudart-l2", "PY-L2", "import torch\ntorch.cuda.cudart().cudaStreamSetAttribute(0, 1, 2)  # HERE\n"),
+    ("cudart-profiler", "PY-PROFILER", "import torch\nrt = torch.cuda.cudart()\nrt.cudaProfilerStop()  # HERE\n"),
+    ("precision-cuda-from", "PY-PRECISION", "from torch.backends import cuda\ncuda.matmul.allow_tf32 = True  # HERE\n"),
     ("precision-matmul-high", "PY-PRECISION", "import torch\ntorch.set_float32_matmul_precision('high')  # HERE\n"),
     ("precision-matmul-medium", "PY-PRECISION", "from torch import set_float32_matmul_precision as p\np('medium')  # HERE\n"),
-    ("precision-fp16-reduction", "PY-PRECISION", "import torch\ntorch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True  # HERE\n"),
-    ("precision-bf16-reduction", "PY-PRECISION", "import torch\ntorch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True  # HERE\n"),
+    ("precision-fp16-accumulation", "PY-PRECISION", "import torch\ntorch.backends.cuda.matmul.allow_fp16_accumulation = True  # HERE\n"),
+    ("precision-restore-other-flag", "PY-PRECISION", "import torch\nsaved = torch.backends.cudnn.allow_tf32\ntorch.backends.cuda.matmul.allow_tf32 = saved  # HERE\n"),
     ("precision-setattr", "PY-PRECISION", "import torch\nsetattr(torch.backends.cuda.matmul, 'allow_tf32', True)  # HERE\n"),
     ("precision-fp32-precision", "PY-PRECISION", "import torch\ntorch.backends.cuda.matmul.fp32_precision = 'tf32'  # HERE\n"),
-    ("precision-in-function", "PY-PRECISION", "import torch\n\ndef run(a, b):\n    torch.backends.cudnn.allow_tf32 = True  # HERE\n    return a @ b\n"),
+    ("precision-in-function", "PY-PRECISION", "import torch\n\ndef run(a, b):\n    torch.backends.cuda.matmul.allow_tf32 = True  # HERE\n    return a @ b\n"),
     ("precision-c-api", "PY-PRECISION", "import torch\ntorch._C._set_cublas_allow_tf32(True)  # HERE\n"),
     # L2 persistence, also in inline C++
     ("l2-cuda-python", "PY-L2", "from cuda import cudart\ncudart.cudaStreamSetAttribute(0, 1, None)  # HERE\n"),
@@ -358,6 +372,18 @@ PY_NEAR_MISSES: list[tuple[str, str, str]] = [
     ("read-own-source-pathlib", "PY-FILE-READ", "from pathlib import Path\nSRC = (Path(__file__).parent / 'kernel.cu').read_text()\nHDR = Path(__file__).with_name('kernel.h').read_text()\n"),
     ("cache-shapes", "PY-CACHE", "import functools\n_K = {}\n\n@functools.lru_cache(maxsize=64)\ndef cfg(M: int, N: int, dtype):\n    return 64 if M < 1024 else 128\n\ndef run(x):\n    key = (tuple(x.shape), x.dtype)\n    _K[key] = cfg(x.shape[0], x.shape[1], x.dtype)\n    return _K[key]\n"),
     ("ptr-kernel-arg", "PY-PTR-KEY", "def run(kernel, x, out):\n    assert x.data_ptr() % 16 == 0\n    assert out.data_ptr() != 0\n    kernel(x.data_ptr(), out.data_ptr(), x.numel())\n"),
+    ("env-tuning", "PY-ENV", "import os\nos.environ['CUBLASLT_WORKSPACE_SIZE'] = '4096'\nos.environ.setdefault('TORCHINDUCTOR_MAX_AUTOTUNE', '1')\n"
+     "os.environ.update({'PYTORCH_TUNABLEOP_ENABLED': '1', 'CUTE_DSL_ARCH': 'sm_90a'})\nos.environ.update(TORCH_BLAS_PREFER_CUBLASLT='1')\n"),
+    ("write-own-folder", "PY-FILE-WRITE", "import os\nHERE = os.path.dirname(os.path.abspath(__file__))\nwith open(os.path.join(HERE, 'gen.cu'), 'w') as f:\n"
+     "    f.write('// generated')\nfrom pathlib import Path\n(Path(__file__).parent / 'tuning.json').write_text('{}')\n"),
+    ("importlib-own-module", "PY-SYSMODULES", "import importlib.util, os, sys\npath = os.path.join(os.path.dirname(__file__), 'helper.py')\n"
+     "spec = importlib.util.spec_from_file_location('my_helper', path)\nmodule = importlib.util.module_from_spec(spec)\n"
+     "sys.modules['my_helper'] = module\nspec.loader.exec_module(module)\n"),
+    ("cudart-host-register", "PY-PROFILER", "import torch\ncudart = torch.cuda.cudart()\ncudart.cudaHostRegister(0, 0, 0)\n"),
+    ("precision-defaults", "PY-PRECISION", "import torch\ntorch.backends.cudnn.allow_tf32 = True\n"
+     "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True\ntorch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True\n"),
+    ("precision-restored", "PY-PRECISION", "import torch\nsaved = torch.backends.cuda.matmul.allow_tf32\n"
+     "torch.backends.cuda.matmul.allow_tf32 = saved\nmode = torch.get_float32_matmul_precision()\ntorch.set_float32_matmul_precision(mode)\n"),
     ("precision-false", "PY-PRECISION", "import torch\ntorch.backends.cuda.matmul.allow_tf32 = False\ntorch.backends.cudnn.allow_tf32 = False\ntorch.set_float32_matmul_precision('highest')\nflag = torch.backends.cuda.matmul.allow_tf32\n"),
     ("l2-docstring", "PY-L2", '"""We never call cudaStreamSetAttribute nor set an accessPolicyWindow."""\n\ndef run(x):\n    """No cudaLimitPersistingL2CacheSize either."""\n    return x\n'),
 ]
@@ -1161,7 +1187,7 @@ def test_ptx_asm_warns_once_per_statement_with_exact_lines():
 
 def test_tf32_through_an_alias_of_torch():
     findings = analyze_python("import torch as t\nt.backends.cuda.matmul.allow_tf32 = True\n", "a.py")
-    assert findings == [Finding("PY-PRECISION", "reject", "a.py", 2, findings[0].message)]
+    assert findings == [Finding("PY-PRECISION", "warn", "a.py", 2, findings[0].message)]
     assert "torch.backends.cuda.matmul.allow_tf32" in findings[0].message
 
 
@@ -1292,7 +1318,7 @@ def test_analyze_solution_over_several_files_sorted_with_exact_paths_and_lines()
         ("prebuilt/kernel.cubin", 1, "SRC-BINARY"),
     ]
     assert findings == sorted(findings, key=lambda f: (f.path, f.line))
-    assert all(f.severity == "reject" for f in findings)
+    assert [f.severity for f in findings] == ["reject", "reject", "warn", "reject", "reject"]  # precision: judged at run time
 
 
 def test_own_modules_are_local_only_in_analyze_solution_context():
@@ -1434,3 +1460,20 @@ def test_analysis_is_fast_on_a_large_file():
 
 def _unused(*_: Any) -> None:  # keeps `Any` imported for annotations above
     pass
+
+
+def test_precision_findings_are_warnings_and_downcasts_are_noted_under_strict_only():
+    """The static side warns on precision flags and on explicit downcasts alike; the run-time checks
+    judge them (under strict: a flag left changed, outputs less accurate than fp32)."""
+    solution = make_solution(["pytorch"], "main.py::run", {"main.py": src('''
+        import torch
+        torch.backends.cuda.matmul.allow_tf32 = True
+
+        def run(a, b):
+            return (a.half() @ b.half()).float()
+    ''')})
+    strict = analyze_solution(solution, "strict")
+    assert [(f.rule, f.severity, f.line) for f in strict] == [("PY-PRECISION", "warn", 2), ("PY-DOWNCAST", "warn", 5)]
+    relaxed = analyze_solution(solution, "relaxed")
+    assert [(f.rule, f.severity, f.line) for f in relaxed] == [("PY-PRECISION", "warn", 2)]
+    assert relaxed[0].message.endswith("(allowed under the relaxed precision policy)")

@@ -69,6 +69,7 @@ CASES = [
     # --- solutions ----------------------------------------------------------------------------------
     case("solution_mixed_languages.json", ("solution_mixed_languages.json", None, "spec.languages", "mix the Python and C++ families (triton, cuda_cpp)")),
     case("solution_entry_point_not_in_sources.json", ("solution_entry_point_not_in_sources.json", None, "spec.entry_point", "entry file 'kernel.py' is not among the sources")),
+    case("solution_entry_symbol_missing.json", ("solution_entry_symbol_missing.json", None, "spec.entry_point", "the entry file 'main.py' defines no top-level 'run'")),
     case("solution_parent_path.json", ("solution_parent_path.json", None, "sources.1.path", "'../util.py' must be a plain relative path")),
     # --- traces -------------------------------------------------------------------------------------
     case("trace_unknown_status.jsonl", ("trace_unknown_status.jsonl", 2, "evaluation.status", "(got 'SLOW')")),

@@ -315,3 +315,41 @@ def test_load_problems_raises_one_spec_error_listing_all_errors(tmp_path):
         (tmp_path / "nowhere", None, None),
     ]
     assert str(raised.value).splitlines() == [str(i) for i in issues]
+
+
+STATUS = DATA / "solutions" / "status"
+
+
+def _solution_for(definition: str, content: str = "import torch\n\n\ndef run(x, alpha):\n    return x * alpha\n") -> dict:
+    data = json.loads((STATUS / "pytorch_returning.json").read_text())
+    data["definition"] = definition
+    data["sources"][0]["content"] = content
+    return data
+
+
+def test_solutions_kept_in_a_problem_folder_are_validated_against_it(tmp_path):
+    folder = tmp_path / "vector_scale"
+    shutil.copytree(STATUS / "vector_scale", folder)
+    (folder / "solution.json").write_text(json.dumps(_solution_for("vector_scale")))
+    (folder / "solutions").mkdir()
+    (folder / "solutions" / "foreign.json").write_text(json.dumps(_solution_for("matmul_fp32")))
+    (folder / "solutions" / "no_entry.json").write_text(json.dumps(_solution_for("vector_scale", "def forward(x, alpha):\n    return x\n")))
+    for results in (scan(folder), scan(tmp_path)):
+        by_path = {loaded.path.relative_to(folder).as_posix() if loaded.path != folder else ".": loaded for loaded in results}
+        assert set(by_path) == {".", "solution.json", "solutions/foreign.json", "solutions/no_entry.json"}
+        assert by_path["."].ok and by_path["solution.json"].ok and by_path["solution.json"].kind == "solution"
+        (foreign,) = by_path["solutions/foreign.json"].errors
+        assert foreign.field == "definition" and "names the definition 'matmul_fp32'" in foreign.message and "'vector_scale'" in foreign.message
+        (missing,) = by_path["solutions/no_entry.json"].errors
+        assert missing.field == "spec.entry_point" and "defines no top-level 'run'" in missing.message
+    # a bad solution beside a problem does not stop the problem from loading for a run
+    assert [p.name for p in load_problems([folder])] == ["vector_scale"]
+
+
+@pytest.mark.parametrize("content", ["from kernels import run\n", "import torch\nrun = torch.compile(lambda x, alpha: x * alpha)\n",
+                                     "class run:\n    pass\n", "def __getattr__(name):\n    return print\n"])
+def test_entry_symbols_bound_any_static_way_are_accepted(tmp_path, content):
+    path = tmp_path / "solution.json"
+    path.write_text(json.dumps(_solution_for("vector_scale", content)))
+    (loaded,) = scan(path)
+    assert loaded.ok, loaded.issues

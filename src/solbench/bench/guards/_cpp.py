@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import re
 
+from solbench.bench.guards._bans import banned_module
 from solbench.bench.guards._model import Collector, Finding, byte_sequence_kind, path_escape_reason, text_blob, text_opaque, SYSTEM_PATH
 
 _LEX = re.compile(  # the lookahead lets the engine skip quickly to where a literal or comment can start
@@ -579,7 +580,6 @@ def _check_regex_rules(src: _Source, out: Collector) -> None:
         out.add("CPP-PYTHON", src.line(match.start()), "py::exec/eval runs Python code built at run time")
     for match in (_PYBIND_IMPORT.finditer(code) if "import" in code or "Import" in code else ()):
         module = match.group(1) or match.group(2) or ""
-        from solbench.bench.guards._python import banned_module  # late: _python imports this module
 
         hit = banned_module(module)
         if hit:

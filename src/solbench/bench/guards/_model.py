@@ -53,13 +53,20 @@ RULES: dict[str, tuple[str, str]] = {
     "PY-DEVICE": (REJECT, "controls the GPU through NVML (pynvml): clocks, power, application clocks"),
     "PY-DISPATCH": (WARN, "installs a torch function/dispatch mode that intercepts every torch call"),
     "PY-ENV": (REJECT, "writes the process environment (os.environ[...] =, os.environ.update/setdefault/pop, os.putenv, os.unsetenv)"),
+    "PY-ENV-TUNING": (WARN, "sets a library tuning variable before first use (CUBLASLT_WORKSPACE_SIZE, CUBLAS_WORKSPACE_CONFIG, "
+                            "TORCH_BLAS_PREFER_CUBLASLT, CUTE_DSL_ARCH, TORCHINDUCTOR_*, PYTORCH_TUNABLEOP_*)"),
     "PY-ENV-READ": (WARN, "reads the process environment (os.environ, os.getenv)"),
     "PY-FILE-WRITE": (REJECT, "writes, moves or deletes files (open for writing, Path.write_*, os.remove/rename/..., shutil, tempfile, torch.save)"),
+    "PY-FILE-WRITE-OWN": (WARN, "writes a file inside the solution's own folder (a generated source, a tuning cache)"),
     "PY-FILE-READ": (WARN, "reads files or lists folders other than the solution's own sources"),
     "PY-PATH-ESCAPE": (REJECT, "file access outside the solution: absolute paths, '..', the home folder, above the solution's folder, /proc, /dev, /etc, ..."),
     "PY-CACHE": (WARN, "caches results across calls: lru_cache/cache on a function taking tensors, module-level containers keyed on data_ptr()/id()/hash()"),
     "PY-PTR-KEY": (WARN, "data_ptr() used as a dict key, a set member or in an equality comparison (identity of inputs)"),
-    "PY-PRECISION": (REJECT, "flips global precision flags (allow_tf32, set_float32_matmul_precision, reduced-precision reductions)"),
+    "PY-PRECISION": (WARN, "flips global precision flags (allow_tf32, set_float32_matmul_precision, reduced-precision reductions); "
+                           "under strict the run-time checks judge it (a flag left changed, outputs less accurate than fp32)"),
+    "PY-DOWNCAST": (WARN, "casts to a dtype below fp32 (.half(), .bfloat16(), .to(torch.float16), ...); reported under strict, where "
+                          "the run-time oracle judges the outputs"),
+    "PY-CUDART": (WARN, "calls the CUDA runtime through torch.cuda.cudart() (L2 persistence and profiler calls have rules of their own)"),
     "PY-L2": (REJECT, "L2 persistence (cudaStreamSetAttribute, accessPolicyWindow, cudaLimitPersistingL2CacheSize): data survives the L2 flush"),
     # --- C / C++ / CUDA (token and regex rules on comment-stripped source) ---
     "CPP-ASM": (WARN, "inline assembly (PTX for mma/ldmatrix/cp.async is common in fast kernels; anything else is unusual)"),
@@ -77,7 +84,7 @@ RULES: dict[str, tuple[str, str]] = {
     "CPP-ENV": (REJECT, "writes the process environment (setenv, putenv, unsetenv)"),
     "CPP-ENV-READ": (WARN, "reads the process environment (getenv)"),
     "CPP-L2": (REJECT, "L2 persistence (accessPolicyWindow, cudaLimitPersistingL2CacheSize, cudaCtxResetPersistingL2Cache, cudaStreamSetAttribute)"),
-    "CPP-PRECISION": (REJECT, "flips torch's global precision flags (setAllowTF32CuBLAS, setFloat32MatmulPrecision, ...)"),
+    "CPP-PRECISION": (WARN, "flips torch's global precision flags (setAllowTF32CuBLAS, setFloat32MatmulPrecision, ...)"),
     "CPP-BLOB": (REJECT, "an embedded binary image: byte arrays or strings starting with ELF/cubin/fatbin magic, .incbin, #embed"),
     "CPP-OPAQUE": (WARN, "a very long numeric initializer list or opaque string literal"),
     "CPP-MODLOAD": (REJECT, "loads foreign binaries (cuModuleLoadData, cuModuleLoadFatBinary, cuLibraryLoadData, __cudaRegisterFatBinary, .nv_fatbin sections)"),

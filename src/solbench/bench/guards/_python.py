@@ -13,228 +13,56 @@ unless the solution binds the name itself. A name bound to several things resolv
 that resolves (so re-binding cannot hide an alias).
 
 The second pass walks every node with the rules below. Each finding is reported once per (rule, line).
+
+Layout: _bans (the ban table), _names (scopes, name resolution), _paths (path reasoning), and here the
+rules visitor (_Analyzer) with the module's entry points.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 import posixpath
 import re
-import sys
-from collections.abc import Iterable
 
 from solbench.bench.guards._cpp import _analyze_cpp
 from solbench.bench.guards._model import (
-    Collector, Finding, SYSTEM_PATH, byte_sequence_kind, binary_kind, bytes_opaque, path_escape_reason, scrambled_kind, text_blob,
-    text_opaque,
+    Collector, Finding, SYSTEM_PATH, byte_sequence_kind, binary_kind, bytes_opaque, path_escape_reason, scrambled_kind,
+    text_blob, text_opaque,
 )
+from solbench.bench.guards._bans import (
+    _BUILTIN_NAMES, _CACHE_DECORATORS, _CONFIG_OK, _CONTAINER_CALLS, _DOWNCAST_DTYPES, _DYNAMIC_IMPORTS, _ENV_TUNING, _ENV_TUNING_PREFIXES, _KNOWN_LIBRARIES, _L2_NAME,
+    _LIBRARY_NAMES, _PATH_CONSTANTS, _PATH_WRITE_FUNCS, _PRECISION_DEFAULT_TRUE, _PRECISION_FLAGS, _PROFILER_NAMES, _READ_FUNCS, _SCOPED, _SENSITIVE, _STAR_NAMES,
+    _STDLIB, _WRITERS, _YAML_LOADS, _YAML_SAFE_LOADERS, _match, _normalise,
+)
+from solbench.bench.guards._paths import _PathReasoning
+from solbench.bench.guards._names import _Resolver, _LOCAL, _Scope, _Unanalyzable
 
-# --- what is banned, by dotted name -------------------------------------------------------------------
-# A dotted name matches an entry when it equals it or starts with it followed by a dot.
-
-_BANS: dict[str, tuple[str, str]] = {}
-
-
-def _ban(rule: str, why: str, *names: str) -> None:
-    for name in names:
-        _BANS[name] = (rule, why)
-
-
-_ban("PY-NET", "network access", "socket", "urllib", "urllib2", "urllib3", "http", "requests", "httpx", "aiohttp", "ftplib",
-     "smtplib", "ssl", "websockets", "websocket", "poplib", "imaplib", "nntplib", "telnetlib", "xmlrpc", "socketserver",
-     "asyncio.open_connection", "asyncio.start_server", "asyncio.open_unix_connection", "asyncio.start_unix_server",
-     "paramiko", "grpc", "zmq", "pycurl", "webbrowser", "smtpd", "asyncore", "torch.distributed", "torch.hub",
-     "torch.utils.model_zoo", "huggingface_hub", "fsspec", "gcsfs", "s3fs", "boto3", "botocore", "pip", "ensurepip")
-_ban("PY-PROC", "starts a process", "subprocess", "multiprocessing", "_posixsubprocess", "pty", "os.system", "os.popen",
-     "os.fork", "os.forkpty", "os.posix_spawn", "os.posix_spawnp", "os.startfile", "os.register_at_fork",
-     "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell", "pexpect", "sh", "plumbum", "_winapi")
-_ban("PY-THREAD", "starts threads that can keep working after the call returns", "threading.Thread", "threading.Timer",
-     "_thread", "concurrent.futures", "asyncio.to_thread", "threading._start_new_thread", "threading._start_joinable_thread")
-_ban("PY-SIGNAL", "installs a signal handler, a timer or sends a signal", "signal.signal", "signal.alarm", "signal.setitimer",
-     "signal.pthread_kill", "signal.raise_signal", "signal.siginterrupt", "signal.set_wakeup_fd", "signal.pthread_sigmask",
-     "signal.sigwait", "signal.sigtimedwait", "os.kill", "os.killpg", "faulthandler.dump_traceback_later")
-_ban("PY-EXIT", "ends the worker process or hooks its end", "atexit", "os._exit", "os.abort", "sys.exit",
-     "builtins.exit", "builtins.quit")
-_ban("PY-FFI", "foreign code", "ctypes", "_ctypes", "cffi", "_cffi_backend", "mmap", "numpy.ctypeslib", "torch.ops.load_library",
-     "torch.classes.load_library", "importlib.machinery.ExtensionFileLoader", "_imp.create_dynamic", "_imp.load_dynamic")
-_ban("PY-DECODE", "decodes or unpacks embedded data", "base64", "binascii", "zlib", "bz2", "lzma", "gzip", "zipfile", "tarfile",
-     "zipimport", "marshal", "pickle", "_pickle", "cPickle", "pickletools", "shelve", "dill", "cloudpickle", "codecs", "_codecs",
-     "builtins.bytes.fromhex", "builtins.bytearray.fromhex", "quopri", "uu", "joblib")
-# YAML loaders that build Python objects from python/* tags (python/object/apply calls anything, python/name and
-# python/module reach any module): deserialisation that runs code, like pickle. yaml.load/load_all are judged on their
-# Loader (_YAML_SAFE_LOADERS); the safe ones (safe_load, SafeLoader, CSafeLoader, BaseLoader) stay allowed.
-_ban("PY-DECODE", "a YAML loader that builds Python objects from python/* tags, which runs code",
-     "yaml.unsafe_load", "yaml.unsafe_load_all", "yaml.full_load", "yaml.full_load_all", "yaml.Loader", "yaml.UnsafeLoader",
-     "yaml.FullLoader", "yaml.CLoader", "yaml.CUnsafeLoader", "yaml.CFullLoader", "yaml.loader.Loader", "yaml.loader.UnsafeLoader",
-     "yaml.loader.FullLoader", "yaml.cyaml.CLoader", "yaml.cyaml.CUnsafeLoader", "yaml.cyaml.CFullLoader",
-     "yaml.constructor.Constructor", "yaml.constructor.UnsafeConstructor", "yaml.constructor.FullConstructor")
-# The same in ruamel.yaml (its YAML(typ="unsafe"/"full") is judged where it is called), and jsonpickle, whose decode
-# builds any object named in the data.
-_ban("PY-DECODE", "a deserialiser that builds arbitrary Python objects from the data, which runs code", "jsonpickle",
-     "ruamel.yaml.load", "ruamel.yaml.load_all", "ruamel.yaml.unsafe_load", "ruamel.yaml.Loader", "ruamel.yaml.UnsafeLoader",
-     "ruamel.yaml.loader.Loader", "ruamel.yaml.loader.UnsafeLoader", "ruamel.yaml.constructor.Constructor",
-     "ruamel.yaml.constructor.UnsafeConstructor", "ruamel.yaml.constructor.FullConstructor")
-_ban("PY-EXEC", "runs code built at run time", "builtins.exec", "builtins.eval", "builtins.compile", "runpy", "code.interact",
-     "code.InteractiveInterpreter", "code.InteractiveConsole", "codeop")
-_ban("PY-PATCH", "patches code it does not own", "unittest.mock")
-_ban("PY-HARNESS", "the harness is off limits to a solution", "solbench", "__main__")
-_ban("PY-SYSMODULES", "touches the import system", "sys.modules", "sys.meta_path", "sys.path_hooks", "sys.path_importer_cache",
-     "importlib.reload", "importlib._bootstrap", "importlib._bootstrap_external")
-_ban("PY-INTROSPECT", "inspects or hooks the interpreter (frames, tracing, the objects of the harness)",
-     "sys.settrace", "sys.setprofile", "sys._getframe", "sys._getframemodulename", "sys._current_frames", "sys._current_exceptions",
-     "sys.addaudithook", "sys.monitoring", "sys.call_tracing", "sys.remote_exec", "threading.settrace", "threading.setprofile",
-     "threading.settrace_all_threads", "threading.setprofile_all_threads", "inspect.stack", "inspect.currentframe",
-     "inspect.getouterframes", "inspect.getinnerframes", "inspect.trace", "gc.get_objects", "gc.get_referrers",
-     "gc.get_referents", "gc.callbacks", "traceback.walk_stack", "traceback.walk_tb", "traceback.extract_stack",
-     "traceback.StackSummary", "_testcapi", "_xxsubinterpreters")
-_ban("PY-PROFILER", "controls the profiler the timing relies on", "cupti", "cupti_python", "torch.profiler.profile",
-     "torch.profiler._KinetoProfile", "torch.autograd.profiler.profile", "torch.autograd.profiler.emit_itt",
-     "torch.autograd.profiler._disable_profiler", "torch.autograd.profiler._enable_profiler", "torch._C._autograd",
-     "torch._C._profiler", "torch.cuda.profiler", "torch.cuda.cudart")
-_ban("PY-DEVICE", "controls the GPU through NVML", "pynvml", "nvidia_smi", "py3nvml", "pynvml_utils")
-_ban("PY-DISPATCH", "intercepts every torch call", "torch.overrides.TorchFunctionMode", "torch.utils._python_dispatch",
-     "torch._C._set_torch_function_mode", "torch._C._push_on_torch_dispatch_stack", "torch._C._push_on_torch_function_stack")
-_ban("PY-ENV", "writes the process environment", "os.putenv", "os.unsetenv")
-_ban("PY-ENV-READ", "reads the process environment", "os.getenv", "os.getenvb", "os.environb")
-_ban("PY-FILE-WRITE", "writes, moves or deletes files", "shutil", "tempfile", "sqlite3", "dbm", "torch.save",
-     "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "os.remove", "os.unlink", "os.rename", "os.renames",
-     "os.replace", "os.makedirs", "os.mkdir", "os.rmdir", "os.removedirs", "os.symlink", "os.link", "os.chmod", "os.lchmod",
-     "os.chown", "os.lchown", "os.truncate", "os.ftruncate", "os.utime", "os.mkfifo", "os.mknod", "os.chdir", "os.fchdir",
-     "os.chroot", "os.write", "os.dup2", "os.fchmod", "os.fchown", "os.pwrite", "os.writev", "os.sendfile", "os.copy_file_range",
-     "safetensors.torch.save_file", "safetensors.torch.save", "logging.FileHandler", "logging.handlers")
-
-_ALLOWED = {"multiprocessing.cpu_count", "http.HTTPStatus"}
-_OS_PROCESS = re.compile(r"(?:exec|spawn)\w*|fork\w*|popen\w*|system")
-_LOADER_NAMES = {"cuModuleLoad", "cuModuleLoadData", "cuModuleLoadDataEx", "cuModuleLoadFatBinary", "cuLibraryLoadData",
-                 "cuLibraryLoadFromFile", "cudaLibraryLoadData", "cudaLibraryLoadFromFile", "load_binary", "cuLinkAddData",
-                 "cuLinkAddFile"}
-_L2_NAME = re.compile(r"(?i)accesspolicywindow|persistingl2|persisting_l2|streamsetattribute|access_?property_?persisting|"
-                      r"resetpersisting")
-_MODULE_ALIASES = {"posix": "os", "nt": "os", "_io": "io", "_socket": "socket", "_ssl": "ssl", "_signal": "signal",
-                   "__builtin__": "builtins", "_posixshmem": "mmap", "_pickle": "pickle", "cPickle": "pickle", "_thread": "_thread",
-                   "_multiprocessing": "multiprocessing", "_operator": "operator", "_functools": "functools"}
 # attribute loads that reach frames, globals or code of others, whatever the object
 _FRAME_ATTRS = {"f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "tb_frame", "gi_frame", "cr_frame",
                 "ag_frame", "__globals__", "__subclasses__", "__closure__", "__code__", "__builtins__", "gi_code", "cr_code"}
+
 # attribute stores that change what an object is or how a function behaves, whatever the object
 _IDENTITY_ATTRS = {"__class__", "__code__", "__globals__", "__bases__", "__defaults__", "__kwdefaults__", "__dict__", "__call__"}
-# modules where a computed getattr is as good as an import of anything
-_SENSITIVE = {"os", "sys", "builtins", "importlib", "ctypes", "subprocess", "socket", "gc", "inspect", "signal", "io", "shutil",
-              "threading", "multiprocessing", "marshal", "pickle", "types", "operator", "_thread", "torch._C", "pathlib",
-              "atexit", "codecs", "base64", "zlib", "runpy", "_imp", "traceback", "mmap", "cffi", "functools", "solbench", "yaml"}
-# global configuration objects whose attributes a solution may set
-_CONFIG_OK = ("torch.backends.", "torch._dynamo.config.", "torch._inductor.config.", "torch._functorch.config.",
-              "torch._export.config.", "torch.fx.experimental._config.", "torch._logging.")
-_PRECISION_FLAGS = {
-    "torch.backends.cuda.matmul.allow_tf32", "torch.backends.cudnn.allow_tf32",
-    "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
-    "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
-    "torch.backends.cuda.matmul.allow_fp16_accumulation",
-}
+
 _PRECISION_CALL = re.compile(r"^torch\._C\._set_\w*(?:tf32|precision|reduced|accumulation)\w*$")
+
 _ENV_WRITE_METHODS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__", "__ior__", "__init__"}
+
 _MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__", "append", "extend", "insert",
              "remove", "add", "discard", "__setattr__", "__delattr__", "__ior__", "__iadd__"}
+
 _TENSOR_ATTRS = {"data_ptr", "contiguous", "is_contiguous", "is_cuda", "device", "dtype", "numel", "stride", "view", "reshape",
                  "cuda", "float", "half", "bfloat16", "to", "clone", "copy_", "zero_", "fill_", "element_size", "storage_offset",
                  "untyped_storage", "unsqueeze", "squeeze", "transpose", "permute", "T", "mT", "matmul", "nelement",
                  "is_floating_point", "requires_grad", "grad", "shape", "size", "ndim", "dim", "item", "tolist", "detach",
                  "expand", "flatten", "sum", "mean", "narrow", "new_empty", "new_zeros"}
-_IDENTITY_FUNCS = {"builtins.id", "builtins.hash"}
+
 _IDENTITY_METHODS = {"data_ptr", "untyped_storage", "storage", "_cdata", "_typed_storage"}
+
 _CPP_HINT = re.compile(r"#\s*include\b|__global__|__device__|PYBIND11_MODULE|\btorch::|\bat::Tensor|\bextern\s+\"C\"|"
                        r"\basm\s+(?:volatile\s*)?\(|\bcuda[A-Z]\w*\s*\(|\bcu[A-Z]\w+\s*\(|\bstd::\w+")
-_BUILTIN_NAMES = frozenset(dir(builtins)) | {"__import__", "__build_class__"}
-_CONTAINER_CALLS = {"builtins.dict", "builtins.list", "builtins.set", "collections.OrderedDict", "collections.defaultdict",
-                    "collections.deque", "collections.Counter", "weakref.WeakKeyDictionary", "weakref.WeakValueDictionary",
-                    "weakref.WeakSet"}
+
 _WEAK_CALLS = {"weakref.WeakKeyDictionary", "weakref.WeakValueDictionary", "weakref.WeakSet"}
-_STDLIB = frozenset(sys.stdlib_module_names) | {"builtins", "__main__"}
-_KNOWN_LIBRARIES = {"torch", "triton", "numpy", "cutlass", "cuda", "cupy", "jax", "jaxlib", "flashinfer", "einops", "tilelang",
-                    "cudnn", "nvmath", "pycuda", "numba", "safetensors", "transformers", "apex", "xformers", "flash_attn",
-                    "deep_gemm", "vllm", "sgl_kernel", "liger_kernel", "quack", "solbench", "cuda_python", "nvidia", "cupti",
-                    "pynvml", "scipy", "tvm", "thunderkittens", "helion", "torchao"}
-_SCOPED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
-_PATH_CONSTANTS = {"os.sep": "/", "os.path.sep": "/", "os.altsep": "/", "os.path.altsep": "/", "os.curdir": ".",
-                   "os.path.curdir": ".", "os.pardir": "..", "os.path.pardir": "..", "os.extsep": "."}
-# builtins and operator functions that write attributes or items: passed as values (functools.partial, map), they patch
-_WRITERS = {"builtins.setattr", "builtins.delattr", "builtins.object.__setattr__", "builtins.object.__delattr__",
-            "builtins.type.__setattr__", "operator.setitem", "operator.delitem", "operator.__setitem__", "operator.__delitem__"}
-_CACHE_DECORATORS = {"functools.lru_cache", "functools.cache"}
-_DYNAMIC_IMPORTS = {"builtins.__import__", "importlib.import_module", "importlib.__import__", "importlib.util.find_spec"}
-_YAML_LOADS = {"yaml.load", "yaml.load_all"}
-# Loaders of yaml.load that build only plain data (no python/* tags)
-_YAML_SAFE_LOADERS = {"yaml.SafeLoader", "yaml.CSafeLoader", "yaml.BaseLoader", "yaml.CBaseLoader", "yaml.loader.SafeLoader",
-                      "yaml.loader.BaseLoader", "yaml.cyaml.CSafeLoader", "yaml.cyaml.CBaseLoader"}
-# names that `from m import *` is followed to although they are not banned (their calls are judged on their arguments)
-_STAR_NAMES = _YAML_LOADS | _YAML_SAFE_LOADERS
-# Libraries a solution's own file must never stand for (see _LIBRARY_NAMES, built at the end of this module from every
-# table here): besides the ones the tables name, what torch, Triton and the harness import lazily.
-_MORE_LIBRARIES = {"yaml", "cupti", "pynvml", "ctypes", "cffi", "requests", "sympy", "mpmath", "networkx", "jinja2",
-                   "markupsafe", "filelock", "fsspec", "typing_extensions", "packaging", "setuptools", "pkg_resources",
-                   "distutils", "_distutils_hack", "importlib_metadata", "psutil", "tqdm", "ninja", "pybind11", "pydantic",
-                   "pydantic_core", "annotated_types", "typer", "click", "rich", "pygments", "google", "six", "pytest",
-                   "_pytest", "pluggy", "tensorrt", "onnx", "onnxruntime", "cuda_bindings", "cuda_core", "nvtx",
-                   "opt_einsum", "functorch", "torchgen", "torchvision", "torchaudio", "triton_kernels"}
-
-
-def banned_module(name: str) -> str | None:
-    """Why importing the dotted module `name` is banned (also used for C++'s py::module_::import), or None."""
-    hit = _match(_normalise(name))
-    return f"{hit[1]} ({hit[0]})" if hit and hit[0] != "PY-ENV-READ" else None
-
-
-def _normalise(dotted: str) -> str:
-    head, dot, rest = dotted.partition(".")
-    head = _MODULE_ALIASES.get(head, head)
-    dotted = head + dot + rest
-    if dotted == "io.open" or dotted.startswith("io.open."):
-        dotted = "builtins.open" + dotted[len("io.open"):]
-    return dotted
-
-
-def _match(dotted: str) -> tuple[str, str] | None:
-    parts = dotted.split(".")
-    prefixes = [".".join(parts[: index + 1]) for index in range(len(parts))]
-    if any(prefix in _ALLOWED for prefix in prefixes):
-        return None
-    for index, (part, prefix) in enumerate(zip(parts, prefixes)):
-        hit = _BANS.get(prefix)
-        if hit:
-            return hit
-        if index >= 1 and part in _LOADER_NAMES:
-            return ("PY-FFI", f"{part} loads a foreign GPU binary")
-        if index >= 1 and _L2_NAME.search(part):
-            return ("PY-L2", f"{part}: L2 persistence keeps data in L2 across the harness's flush")
-    if len(parts) >= 2 and parts[0] == "os" and _OS_PROCESS.fullmatch(parts[1]):
-        return ("PY-PROC", "starts or manages a process")
-    return None
-
-
-# --- scopes -------------------------------------------------------------------------------------------
-
-_LOCAL = ("local",)
-
-
-class _Scope:
-    __slots__ = ("kind", "parent", "bindings", "globals", "nonlocals", "stars", "node")
-
-    def __init__(self, kind: str, parent: _Scope | None, node: ast.AST):
-        self.kind = kind
-        self.parent = parent
-        self.node = node
-        self.bindings: dict[str, list[tuple]] = {}
-        self.globals: set[str] = set()
-        self.nonlocals: set[str] = set()
-        self.stars: list[str] = []
-
-    def bind(self, name: str, binding: tuple) -> None:
-        self.bindings.setdefault(name, []).append(binding)
-
-
-class _Unanalyzable(Exception):
-    pass
 
 
 def analyze_python(source: str, path: str) -> list[Finding]:
@@ -296,7 +124,7 @@ def _analyze_source(source: str, path: str, own_paths: frozenset[str]) -> list[F
         return out.sorted()
 
 
-class _Analyzer:
+class _Analyzer(_PathReasoning, _Resolver):
     def __init__(self, tree: ast.Module, path: str, own_paths: frozenset[str]):
         self.tree = tree
         self.path = path
@@ -321,486 +149,7 @@ class _Analyzer:
 
     # ---- pass 1: scopes and bindings ------------------------------------------------------------------
 
-    def _bind_all(self) -> None:
-        stack: list[tuple[ast.AST, _Scope, ast.AST | None]] = [(self.tree, self.module, None)]
-        functions: list[_Scope] = []
-        order = self.order = []  # every node, in source order (earlier aliases resolve first and are cached)
-        push = stack.append
-        record = order.append
-        AST = ast.AST
-        while stack:
-            node, scope, parent = stack.pop()
-            node._sbp = parent  # type: ignore[attr-defined]
-            node._sbs = scope  # type: ignore[attr-defined]
-            record(node)
-            kind = type(node)
-            if kind is ast.Name:
-                if isinstance(node.ctx, ast.Store):
-                    scope.bind(node.id, _LOCAL)
-                continue
-            if kind in _SCOPED:
-                # these push their children themselves (in their own scopes); popped in source order
-                mark = len(stack)
-                self._bind_scoped(node, kind, scope, functions, push)
-                stack[mark:] = stack[mark:][::-1]
-                continue
-            if kind is ast.Import:
-                for alias in node.names:
-                    full = _normalise(alias.name)
-                    if alias.asname:
-                        scope.bind(alias.asname, self._import_binding(full))
-                    else:
-                        head = alias.name.split(".")[0]
-                        scope.bind(head, self._import_binding(_normalise(head)))
-            elif kind is ast.ImportFrom:
-                for alias in node.names:
-                    if node.level or not node.module:
-                        if alias.name != "*":
-                            scope.bind(alias.asname or alias.name, _LOCAL)
-                        continue
-                    if alias.name == "*":
-                        scope.stars.append(_normalise(node.module))
-                    else:
-                        scope.bind(alias.asname or alias.name, self._import_binding(_normalise(node.module + "." + alias.name)))
-            elif kind is ast.Assign:
-                for target in node.targets:
-                    self._bind_target(target, node.value, scope)
-            elif kind is ast.AnnAssign:
-                if node.value is not None and type(node.target) is ast.Name:
-                    scope.bind(node.target.id, ("expr", node.value, scope))
-            elif kind is ast.NamedExpr:
-                home = scope
-                while home.kind == "comp" and home.parent is not None:
-                    home = home.parent
-                if type(node.target) is ast.Name:
-                    home.bind(node.target.id, ("expr", node.value, scope))
-                push((node.value, scope, node))
-                node.target._sbp, node.target._sbs = node, home  # type: ignore[attr-defined]
-                continue
-            elif kind is ast.Global:
-                scope.globals.update(node.names)
-            elif kind is ast.Nonlocal:
-                scope.nonlocals.update(node.names)
-            elif kind is ast.ExceptHandler:
-                if node.name:
-                    scope.bind(node.name, _LOCAL)
-            elif kind in (ast.MatchAs, ast.MatchStar):
-                if node.name:
-                    scope.bind(node.name, _LOCAL)
-            elif kind is ast.MatchMapping:
-                if node.rest:
-                    scope.bind(node.rest, _LOCAL)
-            children = []
-            for field in node._fields:
-                if field == "ctx":
-                    continue
-                value = getattr(node, field, None)
-                if value.__class__ is list:
-                    for item in value:
-                        if isinstance(item, AST):
-                            children.append((item, scope, node))
-                elif isinstance(value, AST):
-                    children.append((value, scope, node))
-            children.reverse()
-            stack.extend(children)
-        # `global x` / `nonlocal x` move the function's bindings of x to where x lives
-        for scope in functions:
-            for name in scope.globals:
-                for binding in scope.bindings.pop(name, []):
-                    self.module.bind(name, binding)
-            for name in scope.nonlocals:
-                target = scope.parent
-                while target is not None and (target.kind == "class" or name not in target.bindings) and target.parent is not None:
-                    target = target.parent
-                for binding in scope.bindings.pop(name, []):
-                    (target or self.module).bind(name, binding)
-
-    def _bind_scoped(self, node, kind, scope: _Scope, functions: list[_Scope], push) -> None:
-        if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
-            if kind is not ast.Lambda:
-                scope.bind(node.name, _LOCAL)
-                for item in node.decorator_list:
-                    push((item, scope, node))
-                if node.returns is not None:
-                    push((node.returns, scope, node))
-            inner = _Scope("function", scope, node)
-            functions.append(inner)
-            node._sb_inner = inner  # type: ignore[attr-defined]
-            args = node.args
-            args._sbp, args._sbs = node, inner  # type: ignore[attr-defined]
-            for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
-                if arg is None:
-                    continue
-                arg._sbp, arg._sbs = args, inner  # type: ignore[attr-defined]
-                inner.bind(arg.arg, _LOCAL)
-                if arg.annotation is not None:
-                    push((arg.annotation, scope, arg))
-            for default in (*args.defaults, *args.kw_defaults):
-                if default is not None:
-                    push((default, scope, args))
-            # a parameter with a default may be that default (`def f(m=time): m.perf_counter = ...`)
-            positional = [*args.posonlyargs, *args.args]
-            for arg, default in zip(positional[len(positional) - len(args.defaults):], args.defaults):
-                inner.bind(arg.arg, ("expr", default, scope))
-            for arg, default in zip(args.kwonlyargs, args.kw_defaults):
-                if default is not None:
-                    inner.bind(arg.arg, ("expr", default, scope))
-            body = node.body if kind is not ast.Lambda else [node.body]
-            for item in body:
-                push((item, inner, node))
-            return
-        if kind is ast.ClassDef:
-            scope.bind(node.name, ("class", node))
-            for item in (*node.decorator_list, *node.bases, *node.keywords):
-                push((item, scope, node))
-            inner = _Scope("class", scope, node)
-            node._sb_inner = inner  # type: ignore[attr-defined]
-            for item in node.body:
-                push((item, inner, node))
-            return
-        if kind in (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp):
-            inner = _Scope("comp", scope, node)
-            for index, gen in enumerate(node.generators):
-                gen._sbp, gen._sbs = node, inner  # type: ignore[attr-defined]
-                push((gen.target, inner, gen))
-                push((gen.iter, scope if index == 0 else inner, gen))
-                for cond in gen.ifs:
-                    push((cond, inner, gen))
-            for field in ("elt", "key", "value"):
-                child = getattr(node, field, None)
-                if child is not None:
-                    push((child, inner, node))
-            return
-
-    def _import_binding(self, dotted: str) -> tuple:
-        top = dotted.split(".")[0]
-        # A solution's own file named like a library (os.py, subprocess.py, ctypes/__init__.py, yaml.py, torch/...) does not
-        # make the import local: builtin and frozen modules (os, sys, time, io, ...) always win over it, and an import that
-        # runs inside a call, after the build folder has left sys.path, gets the library again. Whichever it is at run
-        # time, its calls are judged as the library's; the file itself gets PY-SHADOW.
-        if top in self.own_modules and top not in _LIBRARY_NAMES and not _match(dotted):
-            return _LOCAL
-        return ("import", dotted)
-
-    def _bind_target(self, target: ast.AST, value: ast.AST | None, scope: _Scope) -> None:
-        kind = type(target)
-        if kind is ast.Name:
-            scope.bind(target.id, ("expr", value, scope) if value is not None else _LOCAL)
-        elif kind in (ast.Tuple, ast.List):
-            values = value.elts if type(value) in (ast.Tuple, ast.List) and len(value.elts) == len(target.elts) else None
-            for index, element in enumerate(target.elts):
-                self._bind_target(element, values[index] if values else None, scope)
-        elif kind is ast.Starred:
-            self._bind_target(target.value, None, scope)
-
     # ---- resolution ---------------------------------------------------------------------------------
-
-    def _enter(self) -> None:
-        self._depth += 1
-        if self._depth > 150:
-            raise _Unanalyzable("names are aliased or nested too deeply")
-
-    def lookup(self, name: str, scope: _Scope) -> tuple[_Scope, list[tuple]] | None:
-        """The scope that binds `name` as seen from `scope`, and its bindings; None when unbound."""
-        current: _Scope | None = scope
-        first = True
-        while current is not None:
-            if name in current.globals:
-                current = self.module
-            if current.kind == "class" and not first:
-                current = current.parent
-                continue
-            bindings = current.bindings.get(name)
-            if bindings:
-                return current, bindings
-            first = False
-            current = current.parent
-        return None
-
-    def resolve_name(self, name: str, scope: _Scope) -> str | None:
-        key = (name, id(scope))
-        cached = self._ncache.get(key, _LOCAL)
-        if cached is not _LOCAL:
-            return cached  # type: ignore[return-value]
-        self._ncache[key] = None  # cycles resolve to nothing
-        found = self.lookup(name, scope)
-        result: str | None = None
-        if found is None:
-            if name in _BUILTIN_NAMES:
-                result = "builtins." + name
-            elif name == "__builtins__":
-                result = "builtins"
-            else:
-                for module in self.module.stars:
-                    candidate = module + "." + name
-                    if _match(candidate) or candidate in _STAR_NAMES:
-                        result = candidate
-                        break
-        else:
-            for binding in found[1]:
-                if binding[0] == "import":
-                    result = binding[1]
-                    break
-                if binding[0] == "expr":
-                    self._enter()
-                    try:
-                        result = self.qualname(binding[1])
-                    finally:
-                        self._depth -= 1
-                    if result is not None:
-                        break
-        self._ncache[key] = result
-        return result
-
-    def value_of(self, node: ast.AST) -> ast.AST | None:
-        """The expression a Name was assigned (first assignment), or None."""
-        if type(node) is not ast.Name:
-            return None
-        found = self.lookup(node.id, node._sbs)  # type: ignore[attr-defined]
-        if not found:
-            return None
-        for binding in found[1]:
-            if binding[0] == "expr":
-                return binding[1]
-        return None
-
-    def qualname(self, node: ast.AST) -> str | None:
-        """The dotted name of what `node` denotes, when it denotes a module, a module's member or a builtin."""
-        cache = self._qcache
-        key = id(node)
-        if key in cache:
-            return cache[key]
-        chain: list[ast.Attribute] = []
-        current = node
-        while type(current) is ast.Attribute:
-            if id(current) in cache:
-                break
-            chain.append(current)
-            current = current.value
-        if type(current) is ast.Attribute:
-            base = cache[id(current)]
-        else:
-            base = self._qbase(current)
-            cache[id(current)] = base
-        chain.reverse()
-        if base is None and chain and type(current) is ast.Name:
-            # `Holder.mod` where `class Holder: mod = time`: the class attribute's value
-            base = self._class_attribute(current, chain[0].attr)
-            cache[id(chain[0])] = base
-            chain = chain[1:]
-        for attribute in chain:
-            base = None if base is None else base + "." + attribute.attr
-            cache[id(attribute)] = base
-        return cache[key]
-
-    def _class_attribute(self, name: ast.Name, attr: str) -> str | None:
-        found = self.lookup(name.id, name._sbs)  # type: ignore[attr-defined]
-        if not found:
-            return None
-        for binding in found[1]:
-            if binding[0] == "class":
-                inner = binding[1]._sb_inner
-                for value in inner.bindings.get(attr, ()):
-                    if value[0] == "expr":
-                        self._enter()
-                        try:
-                            result = self.qualname(value[1])
-                        finally:
-                            self._depth -= 1
-                        if result is not None:
-                            return result
-        return None
-
-    def _qbase(self, node: ast.AST) -> str | None:
-        kind = type(node)
-        if kind is ast.Name:
-            return self.resolve_name(node.id, node._sbs)  # type: ignore[attr-defined]
-        if kind is ast.Call:
-            if type(node.func) is ast.Call and node.args and len(node.func.args) == 1:
-                maker = self.qualname(node.func.func)
-                if maker == "operator.attrgetter":
-                    base = self.qualname(node.args[0])
-                    attr = self.fold(node.func.args[0])
-                    return None if base is None or attr is None else base + "." + attr
-            func = self.qualname(node.func)
-            if func in _DYNAMIC_IMPORTS and node.args:
-                name = self.fold(node.args[0])
-                if name is None or name.startswith("."):
-                    return None
-                has_fromlist = len(node.args) >= 4 or any(k.arg == "fromlist" for k in node.keywords)
-                if func == "builtins.__import__" and not has_fromlist:
-                    name = name.split(".")[0]
-                return _normalise(name)
-            if func == "builtins.getattr" and len(node.args) >= 2:
-                base = self.qualname(node.args[0])
-                attr = self.fold(node.args[1])
-                if base is not None and attr is not None:
-                    return base + "." + attr
-                return None
-            if func == "builtins.vars" and len(node.args) == 1:
-                base = self.qualname(node.args[0])
-                return None if base is None else base + ".__dict__"
-            if func in ("builtins.globals", "builtins.locals"):
-                return "<globals>"
-            if func == "builtins.type" and len(node.args) == 1:
-                return None
-            return None
-        if kind is ast.Subscript:
-            element = self._element(node)
-            if element is not None:
-                self._enter()
-                try:
-                    return self.qualname(element)
-                finally:
-                    self._depth -= 1
-            base = self.qualname(node.value)
-            if base is None:
-                return None
-            key = self.fold(node.slice)
-            if key is None:
-                return None
-            if base.endswith(".__dict__"):
-                return base[: -len(".__dict__")] + "." + key
-            if base == "__dict__":
-                return key
-            if base == "sys.modules":
-                return _normalise(key)
-            if base == "builtins" or base == "builtins.__dict__":
-                return "builtins." + key
-            if base == "<globals>":
-                return self.resolve_name(key, self.module)
-            return None
-        if kind is ast.Attribute:  # pragma: no cover - handled by qualname
-            return self.qualname(node)
-        return None
-
-    def _element(self, node: ast.Subscript) -> ast.AST | None:
-        """The element a constant subscript picks from a list/tuple/dict literal (directly or through a name)."""
-        container = node.value
-        if type(container) is ast.Name:
-            container = self.value_of(container)
-        if type(node.slice) is not ast.Constant:
-            return None
-        key = node.slice.value
-        if type(container) in (ast.List, ast.Tuple) and isinstance(key, int) and not isinstance(key, bool):
-            if -len(container.elts) <= key < len(container.elts) and type(container.elts[key]) is not ast.Starred:
-                return container.elts[key]
-        elif type(container) is ast.Dict:
-            for dict_key, value in zip(container.keys, container.values):
-                if type(dict_key) is ast.Constant and dict_key.value == key:
-                    return value
-        return None
-
-    def fold(self, node: ast.AST | None, depth: int = 0) -> str | None:
-        """The constant string an expression evaluates to, when it is built from constants."""
-        if node is None or depth > 40:
-            return None
-        kind = type(node)
-        if kind is ast.Constant:
-            value = node.value
-            if isinstance(value, str):
-                return value
-            if isinstance(value, bytes):
-                try:
-                    return value.decode("latin-1")
-                except Exception:  # pragma: no cover
-                    return None
-            return None
-        if kind is ast.BinOp and isinstance(node.op, ast.Add):
-            left = self.fold(node.left, depth + 1)
-            right = self.fold(node.right, depth + 1) if left is not None else None
-            return left + right if right is not None else None
-        if kind is ast.BinOp and isinstance(node.op, ast.Mult):
-            text = self.fold(node.left, depth + 1)
-            if text is not None and type(node.right) is ast.Constant and isinstance(node.right.value, int) and 0 <= node.right.value < 64:
-                return text * node.right.value
-            return None
-        if kind is ast.JoinedStr:
-            parts = []
-            for value in node.values:
-                if type(value) is ast.Constant:
-                    parts.append(str(value.value))
-                elif type(value) is ast.FormattedValue and value.format_spec is None and value.conversion in (-1, 115):
-                    folded = self.fold(value.value, depth + 1)
-                    if folded is None:
-                        return None
-                    parts.append(folded)
-                else:
-                    return None
-            return "".join(parts)
-        if kind is ast.Name:
-            value = self.value_of(node)
-            return self.fold(value, depth + 1) if value is not None else None
-        if kind is ast.Attribute:
-            return _PATH_CONSTANTS.get(self.qualname(node) or "")
-        if kind is ast.Subscript and type(node.slice) is ast.Slice:
-            text = self.fold(node.value, depth + 1)
-            if text is None:
-                return None
-            bounds = []
-            for part in (node.slice.lower, node.slice.upper, node.slice.step):
-                if part is None:
-                    bounds.append(None)
-                elif type(part) is ast.Constant and isinstance(part.value, int):
-                    bounds.append(part.value)
-                elif type(part) is ast.UnaryOp and isinstance(part.op, ast.USub) and type(part.operand) is ast.Constant and isinstance(part.operand.value, int):
-                    bounds.append(-part.operand.value)
-                else:
-                    return None
-            try:
-                return text[slice(*bounds)]
-            except ValueError:
-                return None
-        if kind is ast.Call:
-            func = node.func
-            if type(func) is ast.Attribute:
-                if func.attr == "join" and len(node.args) == 1 and not node.keywords:
-                    sep = self.fold(func.value, depth + 1)
-                    seq = node.args[0]
-                    if sep is not None and type(seq) in (ast.List, ast.Tuple):
-                        items = [self.fold(item, depth + 1) for item in seq.elts]
-                        if all(item is not None for item in items):
-                            return sep.join(items)  # type: ignore[arg-type]
-                    if sep is not None and type(seq) is ast.Call and self.qualname(seq.func) == "builtins.reversed" and seq.args:
-                        inner = self.fold(seq.args[0], depth + 1)
-                        return None if inner is None else sep.join(reversed(inner))
-                    return None
-                if func.attr in ("lower", "upper", "strip", "lstrip", "rstrip", "decode", "encode", "swapcase", "title", "capitalize") and not node.args:
-                    text = self.fold(func.value, depth + 1)
-                    return None if text is None else (text if func.attr in ("decode", "encode") else getattr(text, func.attr)())
-                if func.attr == "replace" and len(node.args) == 2:
-                    text, old, new = (self.fold(x, depth + 1) for x in (func.value, *node.args))
-                    if None not in (text, old, new):
-                        return text.replace(old, new)  # type: ignore[union-attr,arg-type]
-                    return None
-                if func.attr == "format" and not node.keywords:
-                    text = self.fold(func.value, depth + 1)
-                    items = [self.fold(item, depth + 1) for item in node.args]
-                    if text is not None and all(item is not None for item in items):
-                        try:
-                            return text.format(*items)
-                        except (IndexError, KeyError, ValueError):
-                            return None
-                    return None
-            name = self.qualname(func)
-            if name in ("builtins.bytes", "builtins.bytearray") and len(node.args) == 1 and type(node.args[0]) in (ast.List, ast.Tuple):
-                values = [item.value for item in node.args[0].elts if type(item) is ast.Constant and isinstance(item.value, int)]
-                if len(values) == len(node.args[0].elts) and all(0 <= v < 256 for v in values):
-                    return bytes(values).decode("latin-1")
-                return None
-            if name in ("builtins.str", "builtins.bytes") and len(node.args) == 1:
-                return self.fold(node.args[0], depth + 1)
-            if name == "builtins.chr" and len(node.args) == 1 and type(node.args[0]) is ast.Constant and isinstance(node.args[0].value, int):
-                try:
-                    return chr(node.args[0].value)
-                except (ValueError, OverflowError):
-                    return None
-            if name in ("builtins.bytes", "builtins.bytearray") and len(node.args) == 1 and type(node.args[0]) in (ast.List, ast.Tuple):
-                values = [item.value for item in node.args[0].elts if type(item) is ast.Constant and isinstance(item.value, int)]
-                if len(values) == len(node.args[0].elts) and all(0 <= v < 256 for v in values):
-                    return bytes(values).decode("latin-1")
-            return None
-        return None
 
     # ---- pass 2: rules -------------------------------------------------------------------------------
 
@@ -852,6 +201,8 @@ class _Analyzer:
         dotted = self.qualname(node)
         if dotted is None:
             return
+        if dotted == "sys.modules" and self._registers_own_module(node):
+            return
         self._ban_check(dotted, node, "uses")
         self._special_objects(dotted, node)
         self._writer_as_value(dotted, node)
@@ -874,6 +225,10 @@ class _Analyzer:
         if dotted is None:
             if _L2_NAME.search(node.attr):
                 self.add("PY-L2", node, f".{node.attr}: L2 persistence keeps data in L2 across the harness's flush")
+            elif node.attr in _PROFILER_NAMES:
+                self.add("PY-PROFILER", node, f".{node.attr}: controls the profiler the timing relies on")
+            return
+        if dotted == "sys.modules" and self._registers_own_module(node):
             return
         self._ban_check(dotted, node, "uses")
         self._special_objects(dotted, node)
@@ -891,11 +246,38 @@ class _Analyzer:
             writes = not isinstance(parent.ctx, ast.Load)
         if dotted == "os.environ":
             if writes:
-                self.add("PY-ENV", node, "writes os.environ: changes the environment of the worker")
+                self._env_write(node, self._environ_keys(parent), "writes os.environ")
             else:
                 self.add("PY-ENV-READ", node, "reads os.environ")
         elif writes:
             self.add("PY-SYSPATH", node, "changes sys.path")
+
+    def _environ_keys(self, parent: ast.AST) -> list[str] | None:
+        """The variable names that a write to os.environ sets (None: not all known)."""
+        if type(parent) is ast.Subscript:
+            key = self.fold(parent.slice)
+            return [key] if key is not None and not isinstance(parent.ctx, ast.Del) else None
+        call = getattr(parent, "_sbp", None)
+        if type(parent) is not ast.Attribute or type(call) is not ast.Call or call.func is not parent:
+            return None
+        if parent.attr in ("setdefault", "__setitem__") and call.args:
+            key = self.fold(call.args[0])
+            return [key] if key is not None else None
+        if parent.attr == "update":
+            keys = [keyword.arg for keyword in call.keywords]
+            for arg in call.args:
+                value = self.value_of(arg) or arg
+                if type(value) is not ast.Dict or None in value.keys:
+                    return None
+                keys += [self.fold(k) for k in value.keys]
+            return keys if keys and None not in keys else None
+        return None
+
+    def _env_write(self, node: ast.AST, keys: list[str] | None, what: str) -> None:
+        if keys and all(key in _ENV_TUNING or key.startswith(_ENV_TUNING_PREFIXES) for key in keys):
+            self.add("PY-ENV-TUNING", node, f"{what}: sets the library tuning variable(s) {', '.join(sorted(set(keys)))}")
+        else:
+            self.add("PY-ENV", node, f"{what}: changes the environment of the worker")
 
     def _on_subscript(self, node: ast.Subscript) -> None:
         dotted = self.qualname(node)
@@ -950,6 +332,8 @@ class _Analyzer:
             self._cached_by_call(node, node.args[0])
         if func is not None:
             self._call_rules(node, func)
+        if func == "torch.cuda.cudart":
+            self.add("PY-CUDART", node, "torch.cuda.cudart(): the CUDA runtime's Python bindings (reviewed by hand)")
         if type(node.func) is ast.Attribute:
             self._method_rules(node, node.func)
 
@@ -1017,8 +401,9 @@ class _Analyzer:
             if path is not None:
                 self._escape_only(node, path, func)
         elif func == "torch.set_float32_matmul_precision":
-            value = self.fold(self._arg(node, 0, "precision"))
-            if value != "highest":
+            argument = self._arg(node, 0, "precision")
+            value = self.fold(argument)
+            if value != "highest" and not self._restores("torch.get_float32_matmul_precision", argument):
                 self.add("PY-PRECISION", node, f"torch.set_float32_matmul_precision({value!r}): fp32 matmuls in lower precision for everyone in the process")
         elif _PRECISION_CALL.match(func):
             arg = self._arg(node, 0, None)
@@ -1127,6 +512,10 @@ class _Analyzer:
 
     def _method_rules(self, node: ast.Call, func: ast.Attribute) -> None:
         name = func.attr
+        if name in ("half", "bfloat16") and not node.args:
+            self.add("PY-DOWNCAST", node, f".{name}(): computes below fp32")
+        elif name in ("to", "type") and any(self.qualname(arg) in _DOWNCAST_DTYPES for arg in [*node.args, *(k.value for k in node.keywords)]):
+            self.add("PY-DOWNCAST", node, f".{name}(<a dtype below fp32>): computes below fp32")
         if name in ("run_in_executor", "set_default_executor"):
             self.add("PY-THREAD", node, f".{name}(): runs work on an executor's threads, which can outlive the call")
         if name in ("read_text", "read_bytes"):
@@ -1161,147 +550,13 @@ class _Analyzer:
 
     # files
 
-    def path_info(self, node: ast.AST | None, depth: int = 0) -> tuple[bool, bool, int, str | None]:
-        """(is a path, derives from the solution's own location, parent steps taken from __file__, escape reason)."""
-        nothing = (False, False, 0, None)
-        if node is None or depth > 30:
-            return nothing
-        kind = type(node)
-        if kind in (ast.Call, ast.BinOp, ast.Attribute, ast.JoinedStr):
-            folded = self.fold(node)
-            if folded is not None:  # a path assembled from constants at run time ("/".join, os.sep, chr, ...)
-                node, kind = ast.Constant(folded), ast.Constant
-        if kind is ast.Constant:
-            if not isinstance(node.value, (str, bytes)):
-                return nothing
-            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
-            reason = path_escape_reason(text)
-            own = reason is None and (text in self.own_paths or posixpath.normpath(posixpath.join(posixpath.dirname(self.path), text)) in self.own_paths)
-            return (True, own, 0, reason)
-        if kind is ast.Name:
-            if node.id == "__file__":
-                return (True, True, 0, None)
-            value = self.value_of(node)
-            return self.path_info(value, depth + 1) if value is not None else nothing
-        if kind is ast.Attribute:
-            if node.attr == "parent":
-                is_path, own, ups, reason = self.path_info(node.value, depth + 1)
-                return self._ups(is_path, own, ups + 1, reason)
-            if node.attr in ("name", "stem", "suffix", "parts", "anchor", "root"):
-                return nothing
-            dotted = self.qualname(node)
-            if dotted is not None:
-                return nothing
-            return self.path_info(node.value, depth + 1)
-        if kind is ast.Subscript:
-            if type(node.value) is ast.Attribute and node.value.attr == "parents":
-                is_path, own, ups, reason = self.path_info(node.value.value, depth + 1)
-                step = node.slice.value if type(node.slice) is ast.Constant and isinstance(node.slice.value, int) else 99
-                return self._ups(is_path, own, ups + step + 1, reason)
-            return nothing
-        if kind is ast.BinOp:
-            left = self.path_info(node.left, depth + 1)
-            right = self.path_info(node.right, depth + 1)
-            if isinstance(node.op, ast.Div):
-                reason = left[3] or right[3]
-                return (left[0] or right[0], left[1] and not reason, left[2], reason)
-            if isinstance(node.op, (ast.Add, ast.Mod)):
-                right_reason = right[3] if right[3] and "'..'" in right[3] else None
-                reason = left[3] or right_reason
-                return (left[0] or right[0], (left[1] or right[1]) and not reason, left[2], reason)
-            return nothing
-        if kind is ast.JoinedStr:
-            own, reason, first = False, None, True
-            for value in node.values:
-                if type(value) is ast.Constant:
-                    text = str(value.value)
-                    part_reason = path_escape_reason(text)
-                    if part_reason and (first or "'..'" in part_reason):
-                        reason = reason or part_reason
-                else:
-                    info = self.path_info(value.value, depth + 1)
-                    own = own or info[1]
-                    reason = reason or info[3]
-                first = False
-            return (True, own and not reason, 0, reason)
-        if kind is ast.Call:
-            func = self.qualname(node.func)
-            args = node.args
-            if func in ("os.path.expanduser", "pathlib.Path.home", "os.path.expandvars"):
-                return (True, False, 0, "the home folder or environment variables")
-            if func in ("os.getcwd", "pathlib.Path.cwd", "os.getcwdb"):
-                return (True, False, 0, None)
-            if func == "os.path.dirname" and args:
-                is_path, own, ups, reason = self.path_info(args[0], depth + 1)
-                return self._ups(is_path, own, ups + 1, reason)
-            if func in ("os.path.abspath", "os.path.realpath", "os.path.normpath", "os.fspath", "builtins.str", "os.fsencode",
-                        "os.fsdecode") and args:
-                return self.path_info(args[0], depth + 1)
-            if func in ("os.path.join", "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "pathlib.PurePosixPath",
-                        "pathlib.WindowsPath", "pathlib.PureWindowsPath"):
-                return self._join([*args], depth)
-            if type(node.func) is ast.Attribute:
-                method = node.func.attr
-                receiver = self.path_info(node.func.value, depth + 1)
-                if method in ("joinpath", "with_name", "with_suffix", "with_stem", "__truediv__") and receiver[0]:
-                    return self._join([node.func.value, *args], depth)
-                if method in ("resolve", "absolute", "as_posix", "__fspath__") and receiver[0]:
-                    return receiver
-                if method == "expanduser" and receiver[0]:
-                    return receiver if receiver[1] else (True, False, 0, receiver[3] or "the home folder")
-                if method == "format" and type(node.func.value) is ast.Constant:
-                    infos = [self.path_info(arg, depth + 1) for arg in args]
-                    head = self.path_info(node.func.value, depth + 1)
-                    reason = head[3] or next((i[3] for i in infos if i[3]), None)
-                    return (True, any(i[1] for i in infos) and not reason, 0, reason)
-            return nothing
-        return nothing
-
-    def is_path_object(self, node: ast.AST | None, depth: int = 0) -> bool:
-        """Whether the expression is a pathlib path (so that .replace()/.open()/... are file operations)."""
-        if node is None or depth > 30:
-            return False
-        kind = type(node)
-        if kind is ast.Call:
-            func = self.qualname(node.func)
-            if func is not None:
-                return func.startswith("pathlib.") and func.rsplit(".", 1)[-1] in (
-                    "Path", "PurePath", "PosixPath", "PurePosixPath", "WindowsPath", "PureWindowsPath", "home", "cwd")
-            if type(node.func) is ast.Attribute and node.func.attr in ("joinpath", "with_name", "with_suffix", "with_stem", "resolve",
-                                                                        "absolute", "expanduser", "relative_to"):
-                return self.is_path_object(node.func.value, depth + 1)
-            return False
-        if kind is ast.Attribute and node.attr == "parent":
-            return self.is_path_object(node.value, depth + 1)
-        if kind is ast.Subscript and type(node.value) is ast.Attribute and node.value.attr == "parents":
-            return self.is_path_object(node.value.value, depth + 1)
-        if kind is ast.BinOp and isinstance(node.op, ast.Div):
-            return self.is_path_object(node.left, depth + 1) or self.is_path_object(node.right, depth + 1)
-        if kind is ast.Name:
-            value = self.value_of(node)
-            return value is not None and self.is_path_object(value, depth + 1)
-        return False
-
-    def _ups(self, is_path: bool, own: bool, ups: int, reason: str | None) -> tuple[bool, bool, int, str | None]:
-        if own and ups > self.depth_in_solution + 1:
-            return (True, False, ups, reason or "a folder above the solution's own")
-        return (is_path, own, ups, reason)
-
-    def _join(self, parts: list[ast.AST], depth: int) -> tuple[bool, bool, int, str | None]:
-        if not parts:
-            return (True, False, 0, None)
-        first = self.path_info(parts[0], depth + 1)
-        reason = first[3]
-        for part in parts[1:]:
-            info = self.path_info(part, depth + 1)
-            reason = reason or info[3]
-        return (True, first[1] and not reason, first[2], reason)
-
     def _file_access(self, node: ast.AST, path: ast.AST | None, *, write: bool, what: str) -> None:
         is_path, own, _, reason = self.path_info(path)
         if reason:
             self.add("PY-PATH-ESCAPE", node, f"{what} on {reason}: outside the solution")
-        if write:
+        if write and own and not reason:
+            self.add("PY-FILE-WRITE-OWN", node, f"{what}: writes inside the solution's own folder")
+        elif write:
             self.add("PY-FILE-WRITE", node, f"{what}: writes files")
         elif not own and not reason:
             self.add("PY-FILE-READ", node, f"{what}: reads something other than the solution's own sources")
@@ -1376,21 +631,57 @@ class _Analyzer:
                 return False
         return False
 
+    def _restores(self, source: str, value: ast.AST | None) -> bool:
+        """The value is the setting read back earlier (`saved = flag ... flag = saved`): a restore, no change."""
+        held = self.value_of(value) if type(value) is ast.Name else None
+        if held is None:
+            return False
+        if type(held) is ast.Call and not held.args:
+            held = held.func
+        return self.qualname(held) == source
+
+    def _registers_own_module(self, node: ast.AST) -> bool:
+        """`node` (sys.modules) is the target of sys.modules[name] = <a module of the solution's own file>."""
+        target = getattr(node, "_sbp", None)
+        assign = getattr(target, "_sbp", None)
+        return (type(target) is ast.Subscript and target.value is node and isinstance(target.ctx, ast.Store)
+                and type(assign) is ast.Assign and self._own_module_registered(assign.value, self.fold(target.slice)))
+
+    def _own_module_registered(self, value: ast.AST | None, name: str | None) -> bool:
+        """sys.modules[name] = importlib.util.module_from_spec(spec_from_file_location(name, <a file of the solution>)),
+        under a name that is no library's (else it would stand in for that library)."""
+        if not name or name.split(".")[0] in _LIBRARY_NAMES:
+            return False
+        module = self.value_of(value) if type(value) is ast.Name else value
+        if type(module) is not ast.Call or self.qualname(module.func) != "importlib.util.module_from_spec" or not module.args:
+            return False
+        spec = self.value_of(module.args[0]) if type(module.args[0]) is ast.Name else module.args[0]
+        if type(spec) is not ast.Call or self.qualname(spec.func) != "importlib.util.spec_from_file_location":
+            return False
+        location = self._arg(spec, 1, "location")
+        _, own, _, reason = self.path_info(self.value_of(location) if type(location) is ast.Name else location)
+        return own and reason is None
+
     def _store(self, dotted: str, node: ast.AST, value: ast.AST | None, verb: str) -> None:
         """A write to `dotted`, an attribute (or item) of a module, class or builtin that the solution did not define."""
         bare = dotted.split("[", 1)[0]
         if bare in _PRECISION_FLAGS or (bare.startswith("torch.backends.") and bare.endswith(".fp32_precision")):
-            benign = _is_false(value) or (type(value) is ast.Constant and value.value == "ieee")
+            benign = (_is_false(value) or (type(value) is ast.Constant and value.value == "ieee")
+                      or (bare in _PRECISION_DEFAULT_TRUE and type(value) is ast.Constant and value.value is True)
+                      or self._restores(bare, value))
             if verb == "deletes" or not benign:
                 self.add("PY-PRECISION", node, f"{verb} {bare}: lower precision for every matmul/conv in the process")
             return
         if bare == "os.environ" or bare.startswith("os.environ."):
-            self.add("PY-ENV", node, f"{verb} {dotted}: changes the environment of the worker")
+            key = _subscript_key(dotted) if bare == "os.environ" else None
+            self._env_write(node, [key] if key is not None and verb != "deletes" else None, f"{verb} {dotted}")
             return
         if bare == "sys.path" or bare.startswith("sys.path."):
             self.add("PY-SYSPATH", node, f"{verb} {dotted}")
             return
         hit = _match(bare)
+        if hit and hit[0] == "PY-SYSMODULES" and bare == "sys.modules" and verb == "assigns" and self._own_module_registered(value, _subscript_key(dotted)):
+            return  # the importlib recipe for a module of the solution's own
         if hit and hit[0] in ("PY-SYSMODULES", "PY-HARNESS", "PY-INTROSPECT"):
             self.add(hit[0], node, f"{verb} {dotted}: {hit[1]}")
             return
@@ -1645,42 +936,17 @@ def _assigned(value: ast.AST) -> bool:
     return type(parent) in (ast.Assign, ast.AnnAssign)
 
 
+def _subscript_key(dotted: str) -> str | None:
+    """'KEY' of a dotted name written as base['KEY'] (None when the key is not a constant string)."""
+    if not dotted.endswith("]") or "[" not in dotted:
+        return None
+    text = dotted[dotted.index("[") + 1:-1]
+    try:
+        key = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return key if isinstance(key, str) else None
+
+
 def _is_false(node: ast.AST | None) -> bool:
     return type(node) is ast.Constant and node.value in (False, 0, None, "highest", "ieee") and node.value is not True
-
-
-# functions that read a path (argument index, keyword)
-_READ_FUNCS: dict[str, tuple[int, str | None]] = {
-    "os.listdir": (0, "path"), "os.scandir": (0, "path"), "os.walk": (0, "top"), "os.fwalk": (0, "top"),
-    "glob.glob": (0, "pathname"), "glob.iglob": (0, "pathname"), "torch.load": (0, "f"), "numpy.load": (0, "file"),
-    "numpy.fromfile": (0, "file"), "numpy.loadtxt": (0, "fname"), "numpy.genfromtxt": (0, "fname"),
-    "safetensors.torch.load_file": (0, "filename"), "safetensors.safe_open": (0, "filename"), "safetensors.numpy.load_file": (0, "filename"),
-    "importlib.util.spec_from_file_location": (1, "location"), "importlib.machinery.SourceFileLoader": (1, "path"),
-    "importlib.machinery.SourcelessFileLoader": (1, "path"), "linecache.getline": (0, "filename"), "linecache.getlines": (0, "filename"),
-    "linecache.updatecache": (0, "filename"), "inspect.getsource": (99, None), "os.readlink": (0, "path"),
-    "pathlib.Path.read_text": (0, None), "pathlib.Path.read_bytes": (0, None), "os.stat": (0, "path"), "os.lstat": (0, "path"),
-}
-# functions that write; checked here for paths outside the solution (the rule itself comes from the ban table)
-_PATH_WRITE_FUNCS: dict[str, tuple[int, str | None]] = {
-    "torch.save": (1, "f"), "numpy.save": (0, "file"), "numpy.savez": (0, "file"), "numpy.savetxt": (0, "fname"),
-    "os.remove": (0, "path"), "os.unlink": (0, "path"), "os.rename": (1, "dst"), "os.replace": (1, "dst"),
-    "os.makedirs": (0, "name"), "os.mkdir": (0, "path"), "os.symlink": (1, "dst"), "os.chdir": (0, "path"),
-    "shutil.copy": (1, "dst"), "shutil.copyfile": (1, "dst"), "shutil.copytree": (1, "dst"), "shutil.rmtree": (0, "path"),
-    "shutil.move": (1, "dst"), "safetensors.torch.save_file": (1, "filename"),
-}
-
-
-def _tops(names: Iterable[str]) -> set[str]:
-    return {name.split(".", 1)[0] for name in names}
-
-
-# Top-level names of library modules: every standard-library module, every module a table of this file names (banned,
-# allowed, sensitive, aliased, read/write functions, configuration, ...), and the libraries a solution or the harness
-# builds on. A solution's own file under one of these names is not taken for the solution's module (_import_binding)
-# and is reported itself (PY-SHADOW).
-_LIBRARY_NAMES: frozenset[str] = frozenset(
-    _STDLIB | _KNOWN_LIBRARIES | _MORE_LIBRARIES | _tops(_SENSITIVE) | _tops(_BANS) | _tops(_ALLOWED) | set(_MODULE_ALIASES)
-    | set(_MODULE_ALIASES.values()) | _tops(_CONFIG_OK) | _tops(_PRECISION_FLAGS) | _tops(_CONTAINER_CALLS)
-    | _tops(_WRITERS) | _tops(_IDENTITY_FUNCS) | _tops(_CACHE_DECORATORS) | _tops(_DYNAMIC_IMPORTS) | _tops(_YAML_LOADS)
-    | _tops(_YAML_SAFE_LOADERS) | _tops(_PATH_CONSTANTS) | _tops(_READ_FUNCS) | _tops(_PATH_WRITE_FUNCS)
-)

@@ -16,6 +16,7 @@ from solbench.spec.loaders.flashinfer import flashinfer_files, is_flashinfer_roo
 from solbench.spec.loaders.kernelbench import load_kernelbench_file, looks_like_kernelbench
 from solbench.spec.loaders.loaded import Loaded
 from solbench.spec.loaders.problem_folder import DEFINITION_FILE, WORKLOAD_FILE, load_problem_folder, write_problem_folder
+from solbench.spec.loaders.solutions import definition_issue, entry_issues, solutions_beside
 from solbench.spec.problem import Problem
 from solbench.spec.solution import Solution
 from solbench.spec.trace import Trace
@@ -36,7 +37,8 @@ def scan(path: Path | str, *, synthesize_missing_blobs: bool = False) -> list[Lo
     if path.is_file():
         return [_load_file(path, synthesize)]
     if (path / DEFINITION_FILE).is_file():
-        return [load_problem_folder(path, synthesize_missing_blobs=synthesize)]
+        problem = load_problem_folder(path, synthesize_missing_blobs=synthesize)
+        return [problem, *_solutions_beside(problem)]
     if is_flashinfer_root(path):
         return [_load_flashinfer_file(path, f, synthesize) for f in flashinfer_files(path)] or [
             Loaded(path, "flashinfer", issues=[Issue("FlashInfer-Trace folder holds no definition", path)])
@@ -55,11 +57,13 @@ def load_problems(paths: Iterable[Path | str], *, synthesize_missing_blobs: bool
     problems: list[Problem] = []
     issues: list[Issue] = []
     for given, loaded in results:
-        issues += loaded.errors
+        named = loaded.path == given  # named by the user, not found in a folder
+        if loaded.kind not in {"solution", "traces"} or named:  # a solution kept beside a problem does not stop its problem
+            issues += loaded.errors
         if loaded.problem is not None:
             problems.append(loaded.problem)
-        elif loaded.ok and loaded.kind in {"solution", "traces"} and loaded.path == given:
-            issues.append(Issue(f"is a {loaded.kind} file, not a problem", loaded.path))  # named by the user, not found in a folder
+        elif loaded.ok and loaded.kind in {"solution", "traces"} and named:
+            issues.append(Issue(f"is a {loaded.kind} file, not a problem", loaded.path))
     if issues:
         raise SpecError(issues)
     return problems
@@ -89,6 +93,9 @@ def _scan_dataset(root: Path, folder: Path, synthesize: bool) -> Iterable[Loaded
                 loaded = load_problem_folder(child, subset=_subset(root, child.parent), synthesize_missing_blobs=synthesize)
                 loaded.subset = _subset(root, child.parent)
                 yield loaded
+                for solution in _solutions_beside(loaded):
+                    solution.subset = loaded.subset
+                    yield solution
             elif is_flashinfer_root(child):
                 for loaded in scan(child, synthesize_missing_blobs=synthesize):
                     loaded.subset = _subset(root, child)
@@ -139,7 +146,10 @@ def _load_file(path: Path, synthesize: bool = False) -> Loaded:
             return Loaded(path, "unknown", issues=exc.issues)
         if isinstance(data, dict) and ("spec" in data or "sources" in data):
             solution, issues = parse_model(Solution, data, path=path)
-            return Loaded(path, "solution", name=solution.name if solution else None, solution=solution, issues=issues)
+            name = solution.name if solution else None
+            if solution is not None and (missing := entry_issues(solution, path)):
+                solution, issues = None, issues + missing  # as for a problem: nothing is handed on that cannot load
+            return Loaded(path, "solution", name=name, solution=solution, issues=issues)
         if isinstance(data, dict) and {"axes", "inputs", "outputs", "reference"} & data.keys():
             flashinfer_root = _flashinfer_root_of(path)
             if flashinfer_root is not None:
@@ -147,6 +157,19 @@ def _load_file(path: Path, synthesize: bool = False) -> Loaded:
             return Loaded(path, "problem", issues=[Issue(f"a definition outside a problem folder: name it {DEFINITION_FILE} and put {WORKLOAD_FILE} beside it", path)])
         return Loaded(path, "unknown", issues=[Issue("neither a definition (axes, inputs, outputs, reference) nor a solution (spec, sources)", path)])
     return Loaded(path, "unknown", issues=[Issue("unsupported file type: expected a problem folder, .py, .json or .jsonl", path)])
+
+
+def _solutions_beside(problem: Loaded) -> list[Loaded]:
+    """The solution files kept in a problem's folder, each checked against that problem's name."""
+    found = []
+    for path in solutions_beside(problem.path if problem.path.is_dir() else problem.path.parent):
+        loaded = _load_file(path)
+        issue = definition_issue(loaded.solution, path, problem.name) if loaded.solution is not None and problem.name else None
+        if issue is not None:
+            loaded.solution = None
+            loaded.issues.append(issue)
+        found.append(loaded)
+    return found
 
 
 def _load_flashinfer_file(root: Path, path: Path, synthesize: bool) -> Loaded:
