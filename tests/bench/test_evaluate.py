@@ -467,15 +467,17 @@ def test_hidden_workloads_are_checked_for_correctness_after_the_published_ones(c
     traces = evaluate(problem, solution, options)
     published = [w.uuid for w in problem.workloads]
     assert [t.workload.uuid for t in traces][: len(published)] == published
-    hidden = traces[len(published):]
+    hidden = traces[len(published):len(published) + 2]
     assert len(hidden) == 2 and all(t.workload.uuid.startswith("hidden-") for t in hidden)
+    (unaligned,) = traces[len(published) + 2:]  # and one off the published alignment (N = 15)
+    assert unaligned.workload.uuid.startswith("unaligned-") and unaligned.evaluation.status == Status.PASSED
     assert all(t.workload.axes["N"] not in (16, 64, 1000) for t in hidden)
     assert all(t.evaluation.status == Status.PASSED and t.evaluation.performance is None for t in hidden)
     assert all(t.evaluation.log.startswith("hidden workload:") for t in hidden)
     assert all(t.evaluation.performance is not None for t in traces[: len(published)])
 
     # A resumed run with the same seed draws the same hidden workloads and does only the missing one.
-    again = evaluate(problem, solution, options, skip=set(published) | {hidden[0].workload.uuid})
+    again = evaluate(problem, solution, options, skip=set(published) | {hidden[0].workload.uuid, unaligned.workload.uuid})
     assert [t.workload.uuid for t in again] == [hidden[1].workload.uuid]
 
 
@@ -502,3 +504,25 @@ def test_an_output_whose_memory_cannot_be_inspected_is_a_wrong_output_not_a_work
     for trace in run.traces:
         log = trace.evaluation.log
         assert "Traceback" not in log and "sparse" in log.lower(), log
+
+
+def test_a_kernel_that_assumes_the_published_alignment_gets_a_shape_generality_flag(cache_root: Path):
+    problem, solution = load("no_edge_tiles")
+    traces = bounded(lambda: evaluate(problem, solution, EvalOptions(**{**SMALL, "cache_root": cache_root, "hidden": 1})), RUN_LIMIT_S)
+    by_kind = {t.workload.uuid.split("-")[0]: t for t in traces}
+    assert [t.evaluation.status for t in traces[:3]] == [Status.PASSED] * 3  # the published sizes, all multiples of 8
+    assert by_kind["hidden"].evaluation.status == Status.PASSED  # hidden draws keep the alignment
+    unaligned = by_kind["unaligned"]
+    assert unaligned.workload.axes == {"N": 15}
+    assert unaligned.evaluation.status == Status.INCORRECT_NUMERICAL  # its own status, not a REWARD_HACK of the run
+    assert unaligned.evaluation.flags == ["shape-generality"]
+    assert "SHAPE-GENERALITY [unaligned-shape]" in unaligned.evaluation.log
+    assert unaligned.evaluation.performance is None  # correctness only
+
+
+def test_an_honest_solution_passes_the_unaligned_workload_unflagged(cache_root: Path):
+    problem, solution = load("pytorch_returning")
+    traces = bounded(lambda: evaluate(problem, solution, EvalOptions(**{**SMALL, "cache_root": cache_root, "hidden": 1})), RUN_LIMIT_S)
+    (unaligned,) = [t for t in traces if t.workload.uuid.startswith("unaligned-")]
+    assert unaligned.evaluation.status == Status.PASSED and unaligned.evaluation.flags is None
+    assert "flags" not in unaligned.evaluation.to_json_dict()

@@ -15,6 +15,8 @@ from safetensors.torch import save_file
 
 from solbench.spec.definition import Definition
 from solbench.spec.hidden import (
+    UNALIGNED_PREFIX,
+    unaligned_workload,
     ALIGNMENT_CAP,
     AxisRange,
     HiddenWorkloads,
@@ -465,3 +467,34 @@ def test_template_spelling_of_the_tolerance_is_kept_without_a_new_warning(recwar
     assert len(recwarn) == 0
     assert all(w.to_json_dict()["tolerance"] == {"required_match_ratio": 0.9} for w in drawn.workloads)
     assert all(w.effective_tolerance.required_matched_ratio == 0.9 for w in drawn.workloads)
+
+
+# --- the unaligned workload -----------------------------------------------------------------------
+
+STATUS = Path(__file__).resolve().parents[1] / "data" / "solutions" / "status"
+
+
+def test_unaligned_workload_takes_aligned_axes_off_their_alignment():
+    (problem,) = load_problems([STATUS / "vector_scale"])  # N in {16, 64, 1000}: a shared alignment of 8
+    workload, why = unaligned_workload(problem, seed=7)
+    assert workload is not None, why
+    assert workload.uuid.startswith(UNALIGNED_PREFIX) and workload.axes == {"N": 15}
+    assert check_workload(problem.definition, workload, problem.root) == []
+    assert workload.inputs["alpha"].value == 2.5 and workload.tolerance == problem.workloads[0].tolerance  # the smallest template
+    again, _ = unaligned_workload(problem, seed=7)
+    assert again == workload
+    assert unaligned_workload(problem, seed=8)[0].uuid != workload.uuid  # the uuid is no constant a solution could know
+
+
+def test_no_unaligned_workload_where_the_alignment_is_declared_or_absent(tmp_path):
+    definition = {
+        "name": "aligned", "axes": {"N": {"type": "var"}}, "constraints": ["N % 16 == 0"],
+        "inputs": {"x": {"shape": ["N"], "dtype": "float32"}}, "outputs": {"y": {"shape": ["N"], "dtype": "float32"}},
+        "reference": "import torch\n\ndef run(x):\n    return x * 2\n",
+    }
+    workloads = [{"uuid": f"n{n}", "axes": {"N": n}, "inputs": {"x": {"type": "random"}}} for n in (16, 64)]
+    declared = Problem(Definition.model_validate(definition), [Workload.model_validate(w) for w in workloads])
+    assert unaligned_workload(declared, 1) == (None, "no var axis whose published values share an alignment of 8 or more (and none undeclared)")
+    odd = Problem(Definition.model_validate({**definition, "constraints": []}),
+                  [Workload.model_validate({**w, "axes": {"N": n}}) for w, n in zip(workloads, (12, 20))])
+    assert unaligned_workload(odd, 1)[0] is None  # a shared alignment of 4 only

@@ -328,7 +328,7 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance)
             ref_nonzero = bool((r != 0).any())
         diff = (o - r).abs_()
         abs_ref = r.abs()
-        scratch = abs_ref.mul(rtol).add_(atol)
+        scratch = tolerance.allowed_error(abs_ref)
         match = diff <= scratch
         chunk_max = float(diff.max())  # NaN or inf exactly when some element is not finite on both sides
         if not math.isfinite(chunk_max):

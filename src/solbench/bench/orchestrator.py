@@ -20,6 +20,7 @@ from solbench.bench.processes import WorkerCrashed, WorkerFailed, WorkerForged, 
 from solbench.bench.shm import BlobError, Session, read_blob
 from solbench.bench.timing import Samples
 from solbench.spec.dtypes import storage_shape
+from solbench.spec.hidden import UNALIGNED_PREFIX, hidden_workloads, unaligned_workload
 from solbench.spec.problem import Problem
 from solbench.spec.profiles import resolve_profile
 from solbench.spec.solution import Solution
@@ -48,6 +49,7 @@ class EvalOptions:
     target_spread: float = 0.02
     verify_timed: int = 3  # timed calls (chosen at random, unknown to the worker) whose outputs are checked, besides the last
     hidden: int = 2  # extra workloads drawn from the published axis ranges, in no file the solution can read (correctness only)
+    unaligned: bool = True  # with hidden > 0: one more, off the published sizes' alignment (a shape-generality finding)
     reference_latency: bool = False
     timer: str = "auto"  # auto | cupti | events
     launch_gate: bool = True  # hold the stream until each call is enqueued (host launch gaps not timed; un-joined streams show)
@@ -234,7 +236,7 @@ class EvaluationRun:
                 status, correctness = Status.PASSED, _correctness(comparison, self.options.trials)
                 correctness.precision = apparent
                 performance = None
-                if self.options.timing and not workload.uuid.startswith(HIDDEN_PREFIX):
+                if self.options.timing and not workload.uuid.startswith((HIDDEN_PREFIX, UNALIGNED_PREFIX)):
                     performance, correctness.verified_timed_calls = self._time(workload, deadline, log)
                 if performance is not None and performance.sol_ms is not None and performance.latency_ms < performance.sol_ms:
                     status = Status.REWARD_HACK  # faster than physics: a wrong bound or a hack, never a win
@@ -248,6 +250,7 @@ class EvaluationRun:
                 log.append(outcome.message)
         finally:
             self._sweep_blobs()
+        flags: list[str] | None = None
         hidden = workload.uuid.startswith(HIDDEN_PREFIX)
         if hidden:
             log.insert(0, "hidden workload: drawn for this run from the published axis ranges; in no file the solution can read")
@@ -255,13 +258,27 @@ class EvaluationRun:
                 log.insert(1, f"REWARD_HACK [hidden-workload]: {status.value} here, while the published workloads passed "
                               "(a solution specialised to the published shapes or values)")
                 status = Status.REWARD_HACK
+        elif workload.uuid.startswith(UNALIGNED_PREFIX):
+            flags = self._judge_unaligned(status, log)
         elif status == Status.PASSED:
             self.published_passed = True
         self._collect_worker_output()
         output = "".join(self._worker_output)
         if output:
             log.append(f"[solution worker output]\n{output[-self.options.log_limit:]}")
-        return self._trace(workload, status, correctness=correctness, performance=performance, log=log)
+        return self._trace(workload, status, correctness=correctness, performance=performance, log=log, flags=flags)
+
+    def _judge_unaligned(self, status: Status, log: list[str]) -> list[str] | None:
+        """The unaligned workload: a failure there is a shape-generality finding, never a status change."""
+        log.insert(0, "unaligned workload: its aligned axes take a value off the published sizes' alignment (drawn for this run)")
+        if status == Status.INVALID_REFERENCE:
+            log.insert(1, "the reference itself does not run at these sizes: no finding")
+            return None
+        if status != Status.PASSED and self.published_passed:
+            log.insert(1, f"SHAPE-GENERALITY [unaligned-shape]: {status.value} here, while the published workloads passed "
+                          "(a kernel that assumes the published alignment, e.g. no edge tiles)")
+            return ["shape-generality"]
+        return None
 
     def _collect_worker_output(self) -> None:
         """What the solution worker printed since the last look (called before it is replaced, too)."""
@@ -530,7 +547,8 @@ class EvaluationRun:
             except OSError:
                 pass
 
-    def _trace(self, workload: Workload, status: Status, correctness: Correctness | None = None, performance: Performance | None = None, log: Iterable[str] = ()) -> Trace:
+    def _trace(self, workload: Workload, status: Status, correctness: Correctness | None = None, performance: Performance | None = None, log: Iterable[str] = (),
+               flags: list[str] | None = None) -> Trace:
         text = "\n".join(part for part in log if part)
         if len(text) > self.options.log_limit:
             text = text[: self.options.log_limit // 2] + "\n[...]\n" + text[-self.options.log_limit // 2 :]
@@ -538,6 +556,8 @@ class EvaluationRun:
             status=status, correctness=correctness, performance=performance, environment=dict(self.environment), log=text,
             timestamp=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         )
+        if flags:
+            evaluation.flags = flags
         return Trace(definition=self.problem.name, workload=workload, solution=self.solution.name, evaluation=evaluation)
 
 
@@ -574,13 +594,16 @@ def evaluate(problem: Problem, solution: Solution, options: EvalOptions | None =
 
 def _hidden(problem: Problem, options: EvalOptions, seed: int, skip: set[str]) -> list[Workload]:
     """Hidden workloads still to do: a resumed run that has some already draws only the rest."""
-    from solbench.spec.hidden import hidden_workloads
-
-    wanted = options.hidden - sum(1 for uuid in skip if uuid.startswith(HIDDEN_PREFIX))
-    if wanted <= 0:
+    if options.hidden <= 0:
         return []
+    wanted = options.hidden - sum(1 for uuid in skip if uuid.startswith(HIDDEN_PREFIX))
     drawn = hidden_workloads(problem, options.hidden, seed).workloads  # the same draws as before when the seed is the same
-    return [workload for workload in drawn if workload.uuid not in skip][:wanted]
+    chosen = [workload for workload in drawn if workload.uuid not in skip][:max(wanted, 0)]
+    if options.unaligned:
+        unaligned, _ = unaligned_workload(problem, seed)
+        if unaligned is not None and unaligned.uuid not in skip:
+            chosen.append(unaligned)
+    return chosen
 
 
 def synthesized_notes(problem: Problem, workload: Workload) -> list[str]:

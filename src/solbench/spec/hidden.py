@@ -183,6 +183,42 @@ def hidden_workloads(problem: Problem, count: int, seed: int) -> HiddenWorkloads
     return result
 
 
+UNALIGNED_PREFIX = "unaligned-"
+
+
+def unaligned_workload(problem: Problem, seed: int) -> tuple[Workload | None, str]:
+    """One workload whose aligned var axes take a value off that alignment (a kernel that ignores edge
+    tiles fails there), or None and why not. An axis qualifies when its published values share an
+    alignment of at least 8 and no constraint of the definition names it with `%` (a declared
+    alignment is the problem's to keep). The value is the smallest published one minus 1 (odd, so
+    aligned to nothing), or plus 1 when that is 0; the template is the smallest template-able
+    workload; constraints and the published footprint must hold, as for hidden draws."""
+    definition = problem.definition
+    templates = [w for w in problem.workloads if not uses_safetensors(w) and footprint_bytes(definition, w.axes) is not None]
+    if not templates:
+        return None, "no template-able published workload"
+    declared = {name for constraint in definition.constraints if "%" in constraint for name in definition.var_axes if name in constraint}
+    ranges = axis_ranges(definition, problem.workloads)
+    aligned = [name for name, axis_range in ranges.items() if axis_range.step >= 8 and name not in declared]
+    if not aligned:
+        return None, "no var axis whose published values share an alignment of 8 or more (and none undeclared)"
+    template = min(templates, key=lambda w: footprint_bytes(definition, w.axes) or 0)
+    largest = max(footprint_bytes(definition, w.axes) or 0 for w in problem.workloads)
+    axes = {name: value for name, value in template.axes.items() if name in definition.var_axes}
+    for name in aligned:
+        if name in axes:
+            low = min(ranges[name].published)
+            axes[name] = low - 1 if low > 1 else low + 1
+    size = footprint_bytes(definition, axes)
+    if size is None or size > largest:
+        return None, "the unaligned sizes would need more memory than the published workloads"
+    candidate = _build(definition, template, axes, random.Random(_seed_for(problem.name, seed, -1)), {})
+    if check_workload(definition, candidate, problem.root):
+        return None, "the unaligned sizes break a constraint of the definition"
+    digest = hashlib.sha256(f"{problem.name}:{seed}:{candidate.model_dump_json(exclude={'uuid'})}".encode()).hexdigest()
+    return candidate.model_copy(update={"uuid": f"{UNALIGNED_PREFIX}{digest[:10]}"}), f"axes {', '.join(aligned)} off their alignment"
+
+
 # --- helpers --------------------------------------------------------------------------------
 
 

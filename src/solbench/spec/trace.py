@@ -50,6 +50,7 @@ class Evaluation(SpecModel):
     environment: dict[str, Any] | None = None
     log: str = ""
     timestamp: str | None = None
+    flags: list[str] | None = None  # findings that are no status of their own, e.g. "shape-generality"
 
 
 class Trace(SpecModel):

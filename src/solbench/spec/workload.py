@@ -90,8 +90,13 @@ class Tolerance(SpecModel):
             data = {(RATIO_ALIAS if k == "required_matched_ratio" else k): v for k, v in data.items()}
         return data
 
+    def allowed_error(self, reference_magnitude: Any) -> Any:
+        """The tolerance rule, stated once: an element matches when |out - ref| <= atol + rtol * |ref|.
+        `reference_magnitude` is |ref|: a number, or a tensor of them (then a new tensor)."""
+        return reference_magnitude * self.max_rtol + self.max_atol
+
     def matches(self, error: float, reference_magnitude: float) -> bool:
-        return error <= self.max_atol + self.max_rtol * reference_magnitude
+        return error <= self.allowed_error(reference_magnitude)
 
     @property
     def error_cap(self) -> float:

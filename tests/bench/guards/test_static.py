@@ -278,6 +278,17 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     # precision flags, also through aliases
     ("precision-tf32", "PY-PRECISION", "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True  # HERE\n"),
     ("precision-alias", "PY-PRECISION", "import torch as t\nt.backends.cuda.matmul.allow_tf32 = True  # HERE\n"),
+    ("path-from-environment-default", "PY-PATH-ESCAPE", "import os\nfrom pathlib import Path\nroot = Path(os.environ.get('CUDA_HOME', '/usr/local/cuda'))\n"
+     "src = (root / 'include' / 'x.h').read_text()  # HERE\n"),
+    ("path-from-getenv-or", "PY-PATH-ESCAPE", "import os\nroot = os.getenv('X') or '/opt/x'\nopen(os.path.join(root, 'y'))  # HERE\n"),
+    ("path-from-environ-item", "PY-PATH-ESCAPE", "import os\nopen(os.environ['DATA'] + '/y')  # HERE\n"),
+    ("cdll-absolute", "PY-PATH-ESCAPE", "import ctypes\nlib = ctypes.CDLL('/opt/vendor/libfast.so')  # HERE\n"),
+    ("memo-on-scalar", "PY-MEMO", "import torch\n_CACHE = {}\n\ndef run(x, theta):\n    if theta not in _CACHE:\n        _CACHE[theta] = torch.cos(x * theta)\n"
+     "    return _CACHE[theta]  # HERE\n"),
+    ("memo-on-shapes-cloned", "PY-MEMO", "import torch\n_C = {}\n\ndef run(x):\n    key = tuple(x.shape)\n    out = _C.get(key)\n    if out is None:\n"
+     "        out = _C[key] = x * 2\n    return out.clone()  # HERE\n"),
+    ("memo-expanded-in-a-tuple", "PY-MEMO", "import torch\n_T = {}\n\ndef run(x, seq_len):\n    table = _T.setdefault(seq_len, torch.arange(seq_len))\n"
+     "    return x, table.expand(x.shape[0], -1)  # HERE\n"),
     ("env-tuning-warned", "PY-ENV-TUNING", "import os\nos.environ['CUBLAS_WORKSPACE_CONFIG'] = ':4096:8'  # HERE\n"),
     ("write-own-folder-warned", "PY-FILE-WRITE-OWN", "from pathlib import Path\n(Path(__file__).parent / 'gen.cu').write_text('x')  # HERE\n"),
     ("cudart-reviewed", "PY-CUDART", "import torch\nrt = torch.cuda.cudart()  # HERE\n"),
@@ -370,8 +381,11 @@ PY_NEAR_MISSES: list[tuple[str, str, str]] = [
     ("write-str-replace", "PY-FILE-WRITE", "def run(name):\n    return name.replace('a', 'b').rename if False else name\n"),
     ("read-own-source", "PY-FILE-READ", "import os\nHERE_ = os.path.dirname(os.path.abspath(__file__))\nwith open(os.path.join(HERE_, 'kernel.cu')) as f:\n    SRC = f.read()\n"),
     ("read-own-source-pathlib", "PY-FILE-READ", "from pathlib import Path\nSRC = (Path(__file__).parent / 'kernel.cu').read_text()\nHDR = Path(__file__).with_name('kernel.h').read_text()\n"),
-    ("cache-shapes", "PY-CACHE", "import functools\n_K = {}\n\n@functools.lru_cache(maxsize=64)\ndef cfg(M: int, N: int, dtype):\n    return 64 if M < 1024 else 128\n\ndef run(x):\n    key = (tuple(x.shape), x.dtype)\n    _K[key] = cfg(x.shape[0], x.shape[1], x.dtype)\n    return _K[key]\n"),
+    ("cache-shapes", "PY-CACHE", "import functools\n_K = {}\n\n@functools.lru_cache(maxsize=64)\ndef cfg(M: int, N: int, dtype):\n    return 64 if M < 1024 else 128\n\ndef run(x):\n    key = (tuple(x.shape), x.dtype)\n    _K[key] = cfg(x.shape[0], x.shape[1], x.dtype)\n    return x * _K[key]\n"),
     ("ptr-kernel-arg", "PY-PTR-KEY", "def run(kernel, x, out):\n    assert x.data_ptr() % 16 == 0\n    assert out.data_ptr() != 0\n    kernel(x.data_ptr(), out.data_ptr(), x.numel())\n"),
+    ("memo-kernel-and-config-caches", "PY-MEMO", "import torch\n_K = {}\n_CFG = {1024: 64}\n\ndef _kernel(dtype):\n    if dtype not in _K:\n"
+     "        _K[dtype] = torch.compile(lambda a: a * 2)\n    return _K[dtype]\n\ndef run(x):\n    block = _CFG.get(x.shape[0], 128)\n"
+     "    return _kernel(x.dtype)(x) * block\n"),
     ("env-tuning", "PY-ENV", "import os\nos.environ['CUBLASLT_WORKSPACE_SIZE'] = '4096'\nos.environ.setdefault('TORCHINDUCTOR_MAX_AUTOTUNE', '1')\n"
      "os.environ.update({'PYTORCH_TUNABLEOP_ENABLED': '1', 'CUTE_DSL_ARCH': 'sm_90a'})\nos.environ.update(TORCH_BLAS_PREFER_CUBLASLT='1')\n"),
     ("write-own-folder", "PY-FILE-WRITE", "import os\nHERE = os.path.dirname(os.path.abspath(__file__))\nwith open(os.path.join(HERE, 'gen.cu'), 'w') as f:\n"
@@ -569,6 +583,10 @@ CPP_ATTACKS: list[tuple[str, str, str]] = [
     ("exit-exit", "CPP-EXIT", "void f(int err) {\n  if (err) exit(1);  // HERE\n}\n"),
     ("ctor-attribute", "CPP-CTOR", "__attribute__((constructor)) static void init() { }  // HERE\n"),
     ("ctor-attribute-list", "CPP-CTOR", "__attribute__((used, destructor)) static void fini() { }  // HERE\n"),
+    ("memo-static-map-iterator", "CPP-MEMO", "torch::Tensor rope(torch::Tensor x, double theta) {\n  static std::unordered_map<float, torch::Tensor> cache;\n"
+     "  auto it = cache.find((float)theta);\n  if (it != cache.end()) {\n    return it->second;  // HERE\n  }\n  return cache[(float)theta] = x * theta;\n}\n"),
+    ("memo-static-map-subscript", "CPP-MEMO", "at::Tensor f(at::Tensor x, int64_t n) {\n  static std::map<int64_t, at::Tensor> memo;\n"
+     "  if (!memo.count(n)) memo[n] = x.cumsum(0);\n  return memo[n].clone();  // HERE\n}\n"),
     ("ctor-gnu", "CPP-CTOR", "[[gnu::constructor]] void init2() { }  // HERE\n"),
     ("ctor-atexit", "CPP-CTOR", "void cleanup();\nvoid f() {\n  atexit(cleanup);  // HERE\n}\n"),
     ("write-fopen", "CPP-FILE-WRITE", 'void f() {\n  FILE* o = fopen("out.bin", "wb");  // HERE\n}\n'),
@@ -631,6 +649,8 @@ def test_cpp_attack_is_reported_on_its_line(rule: str, source: str):
 
 
 CPP_NEAR_MISSES: list[tuple[str, str, str]] = [
+    ("memo-static-workspace-map", "CPP-MEMO", "torch::Tensor f(torch::Tensor x) {\n  static std::unordered_map<int64_t, torch::Tensor> workspaces;\n"
+     "  auto& ws = workspaces[x.size(0)];\n  if (!ws.defined()) ws = torch::empty({1024}, x.options());\n  return x * 2;\n}\n"),
     ("asm-identifier", "CPP-ASM", "int asm_count = 0;\nvoid asm_helper();\n"),
     ("proc-system-lookalikes", "CPP-PROC", "__device__ void f(int* p) {\n  __threadfence_system();\n  atomicAdd_system(p, 1);\n  cuda::atomic<int, cuda::thread_scope_system> a;\n}\n"),
     ("proc-in-string-and-comment", "CPP-PROC", '// never call system("x") here\nvoid f(bool ok) { TORCH_CHECK(ok, "do not call system() or fork()"); }\n'),

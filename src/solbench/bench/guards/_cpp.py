@@ -314,6 +314,7 @@ def _analyze_cpp(source: str, path: str, line_offset: int) -> list[Finding]:
         _check_asm(src, out)
         _check_blobs(src, out)
         _check_regex_rules(src, out)
+        _check_memo(src, out)
     except Exception as error:  # fail closed: a file the analyser cannot read is not waved through
         out.add("ANALYZER-LIMIT", 1, f"could not be analysed ({type(error).__name__}: {str(error)[:80]})")
     return out.sorted()
@@ -536,6 +537,25 @@ def _scope_depth(bare: str, pos: int) -> int:
 
 def _statement_start(bare: str, pos: int) -> int:
     return max(bare.rfind(";", 0, pos), bare.rfind("{", 0, pos), bare.rfind("}", 0, pos)) + 1
+
+
+_STATIC_TENSOR_MAP = re.compile(r"\bstatic\s+(?:thread_local\s+)?(?:std\s*::\s*)?(?:unordered_map|map)\s*<[^;{]*?\b(?:torch|at)\s*::\s*Tensor\s*>\s*(\w+)")
+_RETURN = re.compile(r"\breturn\b([^;]*);")
+
+
+def _check_memo(src: _Source, out: Collector) -> None:
+    """A static map whose values are tensors, and a return of one of its elements (by subscript, .at(),
+    .find()->second or an iterator's ->second): outputs memoised across calls (CPP-MEMO)."""
+    code = src.code
+    if "static" not in code or "Tensor" not in code:
+        return
+    for match in _STATIC_TENSOR_MAP.finditer(code):
+        name = match.group(1)
+        element = re.compile(rf"\b{name}\s*(?:\[|\.\s*at\s*\(|\.\s*find\s*\()|->\s*second\b|\.\s*second\b")
+        for returned in _RETURN.finditer(code, match.end()):
+            if element.search(returned.group(1)):
+                out.add("CPP-MEMO", src.line(returned.start()), f"returns an element of the static tensor map {name!r}: outputs memoised across calls")
+                break
 
 
 def _check_regex_rules(src: _Source, out: Collector) -> None:

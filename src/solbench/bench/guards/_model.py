@@ -60,6 +60,8 @@ RULES: dict[str, tuple[str, str]] = {
     "PY-FILE-WRITE-OWN": (WARN, "writes a file inside the solution's own folder (a generated source, a tuning cache)"),
     "PY-FILE-READ": (WARN, "reads files or lists folders other than the solution's own sources"),
     "PY-PATH-ESCAPE": (REJECT, "file access outside the solution: absolute paths, '..', the home folder, above the solution's folder, /proc, /dev, /etc, ..."),
+    "PY-MEMO": (REJECT, "the entry function returns a value kept in a module-level container (returned directly, cloned, expanded or "
+                        "viewed): outputs memoised across calls, on a scalar input, the shapes or an identity"),
     "PY-CACHE": (WARN, "caches results across calls: lru_cache/cache on a function taking tensors, module-level containers keyed on data_ptr()/id()/hash()"),
     "PY-PTR-KEY": (WARN, "data_ptr() used as a dict key, a set member or in an equality comparison (identity of inputs)"),
     "PY-PRECISION": (WARN, "flips global precision flags (allow_tf32, set_float32_matmul_precision, reduced-precision reductions); "
@@ -84,6 +86,7 @@ RULES: dict[str, tuple[str, str]] = {
     "CPP-ENV": (REJECT, "writes the process environment (setenv, putenv, unsetenv)"),
     "CPP-ENV-READ": (WARN, "reads the process environment (getenv)"),
     "CPP-L2": (REJECT, "L2 persistence (accessPolicyWindow, cudaLimitPersistingL2CacheSize, cudaCtxResetPersistingL2Cache, cudaStreamSetAttribute)"),
+    "CPP-MEMO": (REJECT, "returns an element of a static std::map/unordered_map of tensors: outputs memoised across calls"),
     "CPP-PRECISION": (WARN, "flips torch's global precision flags (setAllowTF32CuBLAS, setFloat32MatmulPrecision, ...)"),
     "CPP-BLOB": (REJECT, "an embedded binary image: byte arrays or strings starting with ELF/cubin/fatbin magic, .incbin, #embed"),
     "CPP-OPAQUE": (WARN, "a very long numeric initializer list or opaque string literal"),

@@ -43,7 +43,17 @@ class _PathReasoning:
             if dotted is not None:
                 return nothing
             return self.path_info(node.value, depth + 1)
+        if kind is ast.BoolOp:  # `os.environ.get("X") or "/usr/local/cuda"`: any operand can be the path
+            infos = [self.path_info(value, depth + 1) for value in node.values]
+            reason = next((info[3] for info in infos if info[3]), None)
+            return (any(info[0] for info in infos), all(info[1] for info in infos) and not reason, 0, reason)
+        if kind is ast.IfExp:
+            infos = [self.path_info(node.body, depth + 1), self.path_info(node.orelse, depth + 1)]
+            reason = next((info[3] for info in infos if info[3]), None)
+            return (any(info[0] for info in infos), all(info[1] for info in infos) and not reason, 0, reason)
         if kind is ast.Subscript:
+            if self.qualname(node.value) == "os.environ":
+                return (True, False, 0, "a path from an environment variable (outside the solution)")
             if type(node.value) is ast.Attribute and node.value.attr == "parents":
                 is_path, own, ups, reason = self.path_info(node.value.value, depth + 1)
                 step = node.slice.value if type(node.slice) is ast.Constant and isinstance(node.slice.value, int) else 99
@@ -79,6 +89,8 @@ class _PathReasoning:
             args = node.args
             if func in ("os.path.expanduser", "pathlib.Path.home", "os.path.expandvars"):
                 return (True, False, 0, "the home folder or environment variables")
+            if func in ("os.getenv", "os.environ.get", "os.environ.setdefault", "os.environ.pop"):
+                return (True, False, 0, "a path from an environment variable (outside the solution, whatever its default)")
             if func in ("os.getcwd", "pathlib.Path.cwd", "os.getcwdb"):
                 return (True, False, 0, None)
             if func == "os.path.dirname" and args:

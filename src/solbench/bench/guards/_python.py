@@ -37,6 +37,11 @@ from solbench.bench.guards._bans import (
 from solbench.bench.guards._paths import _PathReasoning
 from solbench.bench.guards._names import _Resolver, _LOCAL, _Scope, _Unanalyzable
 
+# tensor methods whose result holds (or copies) the values of the tensor they are called on
+_VIEWS_AND_COPIES = {"clone", "detach", "expand", "expand_as", "view", "view_as", "reshape", "reshape_as", "contiguous", "to",
+                     "float", "half", "bfloat16", "type_as", "squeeze", "unsqueeze", "flatten", "permute", "transpose", "t",
+                     "narrow", "repeat", "copy", "cpu", "cuda"}
+
 # attribute loads that reach frames, globals or code of others, whatever the object
 _FRAME_ATTRS = {"f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "tb_frame", "gi_frame", "cr_frame",
                 "ag_frame", "__globals__", "__subclasses__", "__closure__", "__code__", "__builtins__", "gi_code", "cr_code"}
@@ -73,10 +78,10 @@ def analyze_python(source: str, path: str) -> list[Finding]:
 MAX_SOURCE_CHARS = 2_000_000
 
 
-def _analyze_python(source: str, path: str, own_paths: frozenset[str], import_roots: tuple[str, ...] = ("",)) -> list[Finding]:
+def _analyze_python(source: str, path: str, own_paths: frozenset[str], import_roots: tuple[str, ...] = ("",), entry: str = "run") -> list[Finding]:
     """import_roots: the solution's folders that are on sys.path while it is imported (its root, and the entry
-    point's folder when that is a subfolder), relative to its root."""
-    findings = _analyze_source(source, path, own_paths)
+    point's folder when that is a subfolder), relative to its root; entry: the entry function's name in this file."""
+    findings = _analyze_source(source, path, own_paths, entry)
     shadowed = next((found for root in import_roots if (found := _shadowed_library(posixpath.relpath(path, root or "."))) is not None), None)
     if shadowed is None:
         return findings
@@ -103,7 +108,7 @@ def _shadowed_library(path: str) -> tuple[str, str] | None:
     return ".".join(parts), parts[0]
 
 
-def _analyze_source(source: str, path: str, own_paths: frozenset[str]) -> list[Finding]:
+def _analyze_source(source: str, path: str, own_paths: frozenset[str], entry: str = "run") -> list[Finding]:
     if len(source) > MAX_SOURCE_CHARS:
         out = Collector(path)
         out.add("ANALYZER-LIMIT", 1, f"{len(source)} characters: too large to analyse (limit {MAX_SOURCE_CHARS})")
@@ -117,7 +122,7 @@ def _analyze_source(source: str, path: str, own_paths: frozenset[str]) -> list[F
         out.add("ANALYZER-LIMIT", 1, "the file is nested too deeply to parse")
         return out.sorted()
     try:
-        return _Analyzer(tree, path, own_paths).run()
+        return _Analyzer(tree, path, own_paths, entry).run()
     except Exception as error:  # fail closed: a file the analyser cannot read is not waved through
         out = Collector(path)
         out.add("ANALYZER-LIMIT", 1, f"could not be analysed ({type(error).__name__}: {str(error)[:80]})")
@@ -125,8 +130,9 @@ def _analyze_source(source: str, path: str, own_paths: frozenset[str]) -> list[F
 
 
 class _Analyzer(_PathReasoning, _Resolver):
-    def __init__(self, tree: ast.Module, path: str, own_paths: frozenset[str]):
+    def __init__(self, tree: ast.Module, path: str, own_paths: frozenset[str], entry: str = "run"):
         self.tree = tree
+        self.entry = entry  # the entry point's function in this file (its returns are the outputs)
         self.path = path
         self.own_paths = own_paths
         self.depth_in_solution = path.count("/")
@@ -147,9 +153,6 @@ class _Analyzer(_PathReasoning, _Resolver):
         self._depth = 0
         self._bind_all()
 
-    # ---- pass 1: scopes and bindings ------------------------------------------------------------------
-
-    # ---- resolution ---------------------------------------------------------------------------------
 
     # ---- pass 2: rules -------------------------------------------------------------------------------
 
@@ -162,7 +165,7 @@ class _Analyzer(_PathReasoning, _Resolver):
             ast.Delete: self._on_assign, ast.Raise: self._on_raise, ast.Constant: self._on_constant,
             ast.JoinedStr: self._on_constant, ast.List: self._on_sequence, ast.Tuple: self._on_sequence,
             ast.Set: self._on_sequence, ast.FunctionDef: self._on_function, ast.AsyncFunctionDef: self._on_function,
-            ast.Compare: self._on_compare, ast.BinOp: self._on_binop,
+            ast.Compare: self._on_compare, ast.BinOp: self._on_binop, ast.Return: self._on_return,
         }
         for node in self.order:
             handler = handlers.get(type(node))
@@ -395,6 +398,10 @@ class _Analyzer(_PathReasoning, _Resolver):
                 shown = "**kwargs" if value == "rt" and typ is None else value if value is not None else " ".join(ast.unparse(typ).split())[:60]
                 self.add("PY-DECODE", node, f"{func}(typ={shown!r}): only typ 'rt', 'safe' or 'base' are certainly safe; 'unsafe' "
                                             "and 'full' build Python objects from python/* tags, which runs code")
+        elif func in ("ctypes.CDLL", "ctypes.PyDLL", "ctypes.cdll.LoadLibrary", "ctypes.pydll.LoadLibrary", "ctypes.util.find_library"):
+            path = self._arg(node, 0, "name")
+            if path is not None:
+                self._escape_only(node, path, func)
         elif func in _PATH_WRITE_FUNCS:
             index, keyword = _PATH_WRITE_FUNCS[func]
             path = self._arg(node, index, keyword)
@@ -894,6 +901,45 @@ class _Analyzer(_PathReasoning, _Resolver):
                 current, parent = parent, parent._sbp  # type: ignore[attr-defined]
                 continue
             return
+
+    def _on_return(self, node: ast.Return) -> None:
+        """The entry function returns a value kept in a module-level container (possibly cloned,
+        expanded or viewed): outputs memoised across calls, e.g. on a scalar input or the shapes."""
+        scope = node._sbs  # type: ignore[attr-defined]
+        function = scope.node if scope.kind == "function" else None
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.name != self.entry or scope.parent is not self.module:
+            return
+        values = node.value.elts if type(node.value) in (ast.Tuple, ast.List) else [node.value]
+        for value in values:
+            name = self._memoised(value, 0)
+            if name is not None:
+                self.add("PY-MEMO", node, f"{self.entry}() returns a value kept in the module-level {name!r}: outputs memoised across calls")
+                return
+
+    def _memoised(self, node: ast.AST | None, depth: int) -> str | None:
+        """The module-level container whose element `node` is, through views, copies and local names."""
+        if node is None or depth > 4:
+            return None
+        kind = type(node)
+        if kind is ast.Subscript:
+            return self._module_container(node.value)
+        if kind is ast.Call and type(node.func) is ast.Attribute:
+            method = node.func.attr
+            if method in ("get", "setdefault", "pop", "__getitem__"):
+                return self._module_container(node.func.value)
+            if method in _VIEWS_AND_COPIES:
+                return self._memoised(node.func.value, depth + 1)
+            return None
+        if kind is ast.Name:
+            found = self.lookup(node.id, node._sbs)  # type: ignore[attr-defined]
+            if found is None or found[0] is self.module:
+                return None
+            for binding in found[1]:
+                if binding[0] == "expr":
+                    name = self._memoised(binding[1], depth + 1)
+                    if name is not None:
+                        return name
+        return None
 
     def _on_compare(self, node: ast.Compare) -> None:
         for op, right in zip(node.ops, node.comparators):

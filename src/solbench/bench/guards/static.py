@@ -47,7 +47,8 @@ def analyze_solution(solution: Solution, policy: str = "strict") -> list[Finding
     import_roots = tuple(dict.fromkeys(["", dirname(solution.spec.entry_file)]))  # both are on sys.path while it is imported
     findings: list[Finding] = []
     for source in solution.sources:
-        findings.extend(_analyze_file(source.path, source.content, own_paths, import_roots))
+        entry = solution.spec.entry_symbol if source.path == solution.spec.entry_file else ""
+        findings.extend(_analyze_file(source.path, source.content, own_paths, import_roots, entry))
     if policy == "relaxed":  # any precision that meets the tolerance is allowed: no note on downcasts
         findings = [_allowed_when_relaxed(f) if f.rule in PRECISION_RULES else f for f in findings if f.rule != "PY-DOWNCAST"]
     return sorted(findings, key=lambda f: (f.path, f.line, f.rule))
@@ -57,14 +58,14 @@ def _allowed_when_relaxed(finding: Finding) -> Finding:
     return Finding(finding.rule, "warn", finding.path, finding.line, f"{finding.message} (allowed under the relaxed precision policy)")
 
 
-def _analyze_file(path: str, content: str, own_paths: frozenset[str], import_roots: tuple[str, ...] = ("",)) -> list[Finding]:
+def _analyze_file(path: str, content: str, own_paths: frozenset[str], import_roots: tuple[str, ...] = ("",), entry: str = "run") -> list[Finding]:
     suffix = splitext(path)[1].lower()
     if suffix in BINARY_SUFFIXES or path.lower().endswith(".fatbin.c"):
         out = Collector(path)
         out.add("SRC-BINARY", 1, f"a source file with the binary suffix {suffix!r}: only sources are accepted")
         return out.sorted()
     if suffix in PYTHON_SUFFIXES:
-        return _analyze_python(content, path, own_paths, import_roots)
+        return _analyze_python(content, path, own_paths, import_roots, entry)
     if suffix in CPP_SUFFIXES:
         return analyze_cpp(content, path)
     out = Collector(path)
