@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
@@ -247,9 +248,8 @@ def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: 
     solutions = [load_solution(path) for path in found]
     modes = [m for m in (compile_modes or ["default"]) if m != "none"]
     spec = get_hardware(hardware) if hardware else default_base_for(device)
-    options = _evaluation_options("cuda", 1, 300.0, 600.0, None, spec.name if spec else None, False, True, policy)
-    options.clock_mhz = clock
-    options.budget_s, options.min_iterations, options.verify_timed = budget, 10, 1
+    options = _evaluation_options("cuda", 1, 300.0, 600.0, None, spec.name if spec else None, False, True, policy,
+                                  clock_mhz=clock, budget_s=budget, min_iterations=10, verify_timed=1)
     checks = []
     broken = 0
     for problem in problems:
@@ -299,7 +299,9 @@ def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: 
 
 
 def _evaluation_options(device: str, trials: int, timeout: float, compile_timeout: float, seed: Optional[int], hardware: Optional[str],
-                        reference_latency: bool, timing: bool, policy: str) -> Any:
+                        reference_latency: bool, timing: bool, policy: str, **more: Any) -> Any:
+    """EvalOptions from command-line values (checked here for messages that name the option; the
+    dataclass checks everything again)."""
     from solbench.bench.orchestrator import EvalOptions
 
     if trials < 1:
@@ -309,7 +311,7 @@ def _evaluation_options(device: str, trials: int, timeout: float, compile_timeou
     if policy not in {"auto", "strict", "relaxed"}:
         raise typer.BadParameter(f"expected strict, relaxed or auto, got {policy!r}", param_hint="--policy")
     return EvalOptions(device=device, trials=trials, timeout_s=timeout, compile_timeout_s=compile_timeout, seed=seed,
-                       hardware=hardware, reference_latency=reference_latency, timing=timing, policy=policy)
+                       hardware=hardware, reference_latency=reference_latency, timing=timing, policy=policy, **more)
 
 
 def _trace_sink(output: Optional[Path], resume: bool) -> tuple[Any, set[tuple[str, str | None, str]]]:
@@ -411,12 +413,10 @@ def eval_command(
         chosen = [problem.workload(w) for w in workload] if workload else problem.workloads
     except KeyError as exc:
         raise SpecError(str(exc.args[0]), path=problem_path, field="workload") from None
-    options = _evaluation_options(device, trials, timeout, compile_timeout, seed, hardware, reference_latency, timing, policy)
-    options.static_analysis = static_analysis
-    options.launch_gate = launch_gate
-    options.sandbox = _sandbox_mode(sandbox)
-    options.hidden = hidden  # drawn only when the whole problem is evaluated (no --workload)
-    options.input_profile = _input_profile(input_profile)
+    options = _evaluation_options(device, trials, timeout, compile_timeout, seed, hardware, reference_latency, timing, policy,
+                                  static_analysis=static_analysis, launch_gate=launch_gate, sandbox=_sandbox_mode(sandbox),
+                                  hidden=hidden,  # drawn only when the whole problem is evaluated (no --workload)
+                                  input_profile=_input_profile(input_profile))
     sink, done = _trace_sink(output, resume)
     skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}
 
@@ -428,7 +428,7 @@ def eval_command(
     device_name = resolve_device(options.device)
     index = int(device_name.split(":")[1]) if ":" in device_name else 0
     with locked_clocks(index, lock_clocks and device_name.startswith("cuda"), int(clock) if clock else None) as locked:
-        options.clock_mhz = locked or clock
+        options = dataclasses.replace(options, clock_mhz=locked or clock)
         traces = evaluate(problem, solution, options, workloads=chosen if workload else None, skip=skip, on_trace=on_trace)
     if as_json:
         print(json.dumps([t.to_json_dict() for t in traces], indent=1))
@@ -469,15 +469,14 @@ def run_command(
         for issue in loaded.errors:
             _print_issue(issue)
     problems = [loaded.problem for loaded in found if loaded.problem is not None]
-    options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, timing, policy)
-    options.static_analysis = False  # the problems' own references: trusted code
-    options.sandbox = _sandbox_mode(sandbox)
-    options.input_profile = _input_profile(input_profile)
+    options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, timing, policy,
+                                  static_analysis=False,  # the problems' own references: trusted code
+                                  sandbox=_sandbox_mode(sandbox), input_profile=_input_profile(input_profile))
     device_name = resolve_device(options.device)
     if workloads == "auto":
         workloads = "all" if device_name.startswith("cuda") else "smallest:2"
     if device_name == "cpu":
-        options.budget_s, options.min_iterations, options.verify_timed = 2.0, 5, 1
+        options = dataclasses.replace(options, budget_s=2.0, min_iterations=5, verify_timed=1)
     sink, done = _trace_sink(output, resume)
     traces = []
     broken: list[str] = []

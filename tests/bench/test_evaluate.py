@@ -526,3 +526,23 @@ def test_an_honest_solution_passes_the_unaligned_workload_unflagged(cache_root: 
     (unaligned,) = [t for t in traces if t.workload.uuid.startswith("unaligned-")]
     assert unaligned.evaluation.status == Status.PASSED and unaligned.evaluation.flags is None
     assert "flags" not in unaligned.evaluation.to_json_dict()
+
+
+@pytest.mark.parametrize(("field", "value", "expected"), [
+    ("trials", 0, "at least 1"), ("device", "gpu", "auto, cpu, cuda or cuda:N"), ("timeout_s", 0, "a positive number"),
+    ("policy", "loose", "auto, strict or relaxed"), ("timer", "tsc", "auto, cupti or events"), ("hidden", -1, "0 or more"),
+    ("max_iterations", 2, "at least min_iterations (20)"), ("input_profile", "uniform", "auto, plain, sol-execbench"),
+    ("clock_mhz", -5.0, "None or a positive clock in MHz"), ("sandbox", "docker", "auto, bwrap or none"),
+])
+def test_eval_options_are_checked_once_and_name_the_field(field: str, value: Any, expected: str):
+    with pytest.raises(ValueError, match=re.escape(f"EvalOptions.{field}: expected {expected}, got {value!r}")):
+        EvalOptions(**{field: value})
+
+
+def test_eval_options_are_frozen():
+    import dataclasses
+
+    options = EvalOptions(device="cpu")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.trials = 1  # type: ignore[misc]
+    assert dataclasses.replace(options, trials=1).trials == 1 and options.trials == 5

@@ -34,8 +34,10 @@ DEFAULT_CACHE = Path(os.environ.get("SOLBENCH_BUILD_CACHE", Path.home() / ".cach
 STARTUP_TIMEOUT_S = 120.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class EvalOptions:
+    """How an evaluation runs; frozen and checked once, here (change one with dataclasses.replace)."""
+
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     trials: int = 5
     seed: int | None = None  # None: a fresh random seed per run, recorded in each trace
@@ -61,6 +63,30 @@ class EvalOptions:
     log_limit: int = 16_000
     static_analysis: bool = True  # refuse sources with reject findings (REWARD_HACK) before anything runs
     sandbox: str = "auto"  # OS sandbox of the solution worker: auto (best that works) | bwrap (required) | none
+
+
+    def __post_init__(self) -> None:
+        import re
+
+        from solbench.spec.profiles import PROFILES
+
+        def need(ok: bool, name: str, expected: str) -> None:
+            if not ok:
+                raise ValueError(f"EvalOptions.{name}: expected {expected}, got {getattr(self, name)!r}")
+
+        need(bool(re.fullmatch(r"auto|cpu|cuda(?::\d+)?", self.device)), "device", "auto, cpu, cuda or cuda:N")
+        for name in ("trials", "min_iterations"):
+            need(getattr(self, name) >= 1, name, "at least 1")
+        for name in ("warmup", "verify_timed", "hidden"):
+            need(getattr(self, name) >= 0, name, "0 or more")
+        need(self.max_iterations >= self.min_iterations, "max_iterations", f"at least min_iterations ({self.min_iterations})")
+        for name in ("timeout_s", "compile_timeout_s", "budget_s", "target_spread", "log_limit"):
+            need(getattr(self, name) > 0, name, "a positive number")
+        need(self.clock_mhz is None or self.clock_mhz > 0, "clock_mhz", "None or a positive clock in MHz")
+        need(self.policy in ("auto", "strict", "relaxed"), "policy", "auto, strict or relaxed")
+        need(self.timer in ("auto", "cupti", "events"), "timer", "auto, cupti or events")
+        need(self.sandbox in ("auto", "bwrap", "none"), "sandbox", "auto, bwrap or none")
+        need(self.input_profile == "auto" or self.input_profile in PROFILES, "input_profile", f"auto, {', '.join(PROFILES)}")
 
 
 def resolve_device(device: str) -> str:

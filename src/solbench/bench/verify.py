@@ -16,6 +16,7 @@ the compiled form against the eager one. Solutions always go through the hardene
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -97,7 +98,7 @@ def check_problem(problem: Problem, options: EvalOptions, solutions: Iterable[So
         candidates += [(compiled_reference(problem, mode), False) for mode in compile_modes]
     candidates += [(solution, True) for solution in solutions]
     for solution, untrusted in candidates:
-        run_options = EvalOptions(**{**options.__dict__, "static_analysis": untrusted and options.static_analysis, "hidden": 0})
+        run_options = dataclasses.replace(options, static_analysis=untrusted and options.static_analysis, hidden=0)
         timed = [w for w in chosen if untrusted or compile_workloads is None or w.uuid in compile_workloads or solution.author != "torch.compile"]
         if not timed:
             continue
