@@ -232,8 +232,7 @@ def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: 
     from solbench.report.sol_tables import explain_table
     from solbench.sol.analysis import analyze
     from solbench.sol.api import policy_for
-    from solbench.sol.calibrate import default_base_for
-    from solbench.sol.hardware import get_hardware
+    from solbench.sol.calibrate import spec_for_run
     from solbench.spec.errors import SpecError
     from solbench.spec.files import append_jsonl
     from solbench.spec.loaders import load_problems, load_solution
@@ -247,8 +246,8 @@ def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: 
     found = [p for path in solution_paths for p in ([path] if path.is_file() else sorted(path.rglob("*.json")))]
     solutions = [load_solution(path) for path in found]
     modes = [m for m in (compile_modes or ["default"]) if m != "none"]
-    spec = get_hardware(hardware) if hardware else default_base_for(device)
-    options = _evaluation_options("cuda", 1, 300.0, 600.0, None, spec.name if spec else None, False, True, policy,
+    spec = spec_for_run(hardware, device, clock)
+    options = _evaluation_options("cuda", 1, 300.0, 600.0, None, hardware or (spec.name if spec else None), False, True, policy,
                                   clock_mhz=clock, budget_s=budget, min_iterations=10, verify_timed=1)
     checks = []
     broken = 0
@@ -277,7 +276,7 @@ def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: 
                 print(json.dumps(check.to_json()), flush=True)
             if check.violated:
                 workload = problem.workload(check.workload)
-                result = analyze(problem, workload, spec.at_clock(clock) if clock else spec, policy_for(problem, policy))
+                result = analyze(problem, workload, spec, policy_for(problem, policy))
                 console.print(f"[red]VIOLATION {problem.name}/{check.workload[:8]}: {check.fastest[0]} ran {check.fastest[1]:.4g} ms, "
                               f"T_SOL {check.sol_ms:.4g} ms (ratio {check.ratio:.3f})[/red]")
                 console.print(explain_table(result))

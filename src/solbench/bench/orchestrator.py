@@ -64,7 +64,6 @@ class EvalOptions:
     static_analysis: bool = True  # refuse sources with reject findings (REWARD_HACK) before anything runs
     sandbox: str = "auto"  # OS sandbox of the solution worker: auto (best that works) | bwrap (required) | none
 
-
     def __post_init__(self) -> None:
         import re
 
@@ -498,10 +497,9 @@ class EvaluationRun:
                 return None  # a CPU: no datasheet spec to bound it with
             self.environment["hardware"] = spec.name
             if self._captures is None:
-                from solbench.sol.analysis import decomposition_for
-                from solbench.sol.capture import Captures
+                from solbench.sol.analysis import problem_captures
 
-                self._captures = Captures(self.problem, decomposition_for)
+                self._captures = problem_captures(self.problem)
             return sol_time_ms(self.problem, workload, spec, self.policy, self._captures)
         except Exception as exc:  # noqa: BLE001 - a missing bound must not lose the measurement
             log.append(f"T_SOL not available: {type(exc).__name__}: {exc}")

@@ -17,6 +17,7 @@ the compiled form against the eager one. Solutions always go through the hardene
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -24,6 +25,7 @@ from typing import Any, Callable, Iterable
 from solbench.spec.workload import Workload
 
 from solbench.bench.orchestrator import EvalOptions, evaluate, reference_solution
+from solbench.sol.analysis import problem_captures
 from solbench.sol.calibrate import spec_for_run
 from solbench.spec.problem import Problem
 from solbench.spec.solution import Solution
@@ -81,9 +83,9 @@ def check_problem(problem: Problem, options: EvalOptions, solutions: Iterable[So
     in_process the reference and its compiled forms are timed here (time_trusted), else through the
     evaluator like the solutions; `compile_workloads` limits where compiled forms are timed."""
     chosen = workloads if workloads is not None else problem.workloads
-    candidates: list[tuple[Solution, bool]] = []
+    candidates: list[tuple[Solution, bool, bool]] = []  # (solution, untrusted, a compiled form of the reference)
     if in_process:
-        captures = _captures(problem)
+        captures = problem_captures(problem)
         spec = spec_for_run(options.hardware, options.device, options.clock_mhz)
 
         def sol_ms(workload: Workload) -> float | None:
@@ -94,12 +96,12 @@ def check_problem(problem: Problem, options: EvalOptions, solutions: Iterable[So
         checks = {check.workload: check for check in time_trusted(problem, options, compile_modes, chosen, compile_workloads, sol_ms)}
     else:
         checks = {w.uuid: WorkloadCheck(problem.name, problem.definition.op_type or "", w.uuid, None) for w in chosen}
-        candidates += [(reference_solution(problem), False)]
-        candidates += [(compiled_reference(problem, mode), False) for mode in compile_modes]
-    candidates += [(solution, True) for solution in solutions]
-    for solution, untrusted in candidates:
+        candidates += [(reference_solution(problem), False, False)]
+        candidates += [(compiled_reference(problem, mode), False, True) for mode in compile_modes]
+    candidates += [(solution, True, False) for solution in solutions]
+    for solution, untrusted, compiled in candidates:
         run_options = dataclasses.replace(options, static_analysis=untrusted and options.static_analysis, hidden=0)
-        timed = [w for w in chosen if untrusted or compile_workloads is None or w.uuid in compile_workloads or solution.author != "torch.compile"]
+        timed = [w for w in chosen if not compiled or compile_workloads is None or w.uuid in compile_workloads]
         if not timed:
             continue
         for trace in evaluate(problem, solution, run_options, workloads=timed, on_trace=on_trace):
@@ -115,13 +117,6 @@ def check_problem(problem: Problem, options: EvalOptions, solutions: Iterable[So
                 first = next((line for line in (evaluation.log or "").splitlines() if line.strip()), "")
                 check.failures[solution.name] = f"{evaluation.status.value}: {first[:200]}"
     return list(checks.values())
-
-
-def _captures(problem: Problem) -> Any:
-    from solbench.sol.analysis import decomposition_for
-    from solbench.sol.capture import Captures
-
-    return Captures(problem, decomposition_for)
 
 
 def time_trusted(problem: Problem, options: EvalOptions, compile_modes: Iterable[str] = ("default",), workloads: list[Workload] | None = None,
@@ -149,6 +144,8 @@ def time_trusted(problem: Problem, options: EvalOptions, compile_modes: Iterable
 
     def outputs_of(result: Any) -> dict[str, Any]:
         values = list(result) if isinstance(result, (tuple, list)) else [result]
+        if len(values) != len(names):
+            raise ValueError(f"run() returned {len(values)} value(s); the definition declares {len(names)} output(s)")
         return dict(zip(names, values))
 
     def inputs(workload: Workload, trial: int) -> list[Any]:
@@ -158,14 +155,13 @@ def time_trusted(problem: Problem, options: EvalOptions, compile_modes: Iterable
         check = WorkloadCheck(problem.name, problem.definition.op_type or "", workload.uuid, sol_ms(workload) if sol_ms else None)
         tolerance = workload.effective_tolerance
         try:
+            expected = outputs_of(eager(*inputs(workload, 0)))  # what the compiled forms are checked against
             for trial in range(self_check_trials):  # the reference twice on the same inputs, for each of several draws
-                expected = outputs_of(eager(*inputs(workload, trial)))
-                again = compare_outputs(outputs_of(eager(*inputs(workload, trial))), expected, problem.definition.outputs, tolerance)
+                first = expected if trial == 0 else outputs_of(eager(*inputs(workload, trial)))
+                again = compare_outputs(outputs_of(eager(*inputs(workload, trial))), first, problem.definition.outputs, tolerance)
                 check.self_check = "PASSED" if again.passed else f"{again.status.value} (draw {trial + 1}): {again.message[:200]}"
                 if not again.passed:
                     break
-            if self_check_trials != 1:
-                expected = outputs_of(eager(*inputs(workload, 0)))
         except Exception as exc:  # noqa: BLE001 - a reference that cannot run is this workload's finding, not the run's end
             check.failures["reference"] = f"RUNTIME_ERROR: {type(exc).__name__}: {str(exc)[:200]}"
             checks.append(check)
@@ -180,7 +176,7 @@ def time_trusted(problem: Problem, options: EvalOptions, compile_modes: Iterable
                     if not got.passed:
                         check.failures[name] = f"{got.status.value}: {got.message[:200]}"
                         continue
-                calls = iter(range(1, 1 << 30))
+                calls = itertools.count(1)  # trial numbers of the timed calls' fresh inputs
 
                 def prepare(function: Callable[..., Any] = function) -> Callable[[], Any]:
                     arguments = inputs(workload, next(calls))

@@ -16,9 +16,8 @@ from typing import Any
 
 from solbench.sol.capture import Captures
 from solbench.sol.costs import FREE_OPS, RULES
-from solbench.sol.graph import Graph
 from solbench.sol.hardware import HardwareSpec, Policy
-from solbench.sol.pricing import NodeReport, Totals, compute_time, graph_totals
+from solbench.sol.pricing import NodeReport, Totals, compute_time
 from solbench.spec.problem import Problem
 from solbench.spec.workload import Workload
 
@@ -99,14 +98,15 @@ def decomposition_for(func: Any) -> Any:
     return decomposition_table.get(func)
 
 
+def problem_captures(problem: Problem) -> Captures:
+    """The captures of one problem that its workloads share (ops without a rule decomposed)."""
+    return Captures(problem, decomposition_for)
+
+
 def analyze(problem: Problem, workload: Workload, hardware: HardwareSpec, policy: Policy = "strict", captures: Captures | None = None) -> SolResult:
     """The bounds of one workload; `captures` (of this problem) lets many workloads share captures."""
-    captures = captures if captures is not None else Captures(problem, decomposition_for)
+    captures = captures if captures is not None else problem_captures(problem)
     return finish(captures.totals(workload, hardware, policy), problem.name, workload.uuid, hardware, policy)
-
-
-def analyze_graph(graph: Graph, problem: str, workload: str, hardware: HardwareSpec, policy: Policy = "strict") -> SolResult:
-    return finish(graph_totals(graph, hardware, policy), problem, workload, hardware, policy)
 
 
 def finish(totals: Totals, problem: str, workload: str, hardware: HardwareSpec, policy: Policy) -> SolResult:

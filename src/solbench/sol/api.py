@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from solbench.sol.analysis import SolResult, analyze, decomposition_for
+from solbench.sol.analysis import SolResult, analyze, problem_captures
 from solbench.sol.capture import Captures
 from solbench.sol.hardware import HardwareSpec, Policy, get_hardware
 from solbench.spec.errors import Issue
@@ -103,7 +103,7 @@ def _expected_cost(problem: Problem, workloads: int) -> float:
 def analyze_problem_workloads(task: tuple) -> list[SolResult | Issue]:
     """One problem's workloads (small first, so that the first capture is the cheapest), in its own order."""
     problem, chosen, hardware, policy, keep_nodes = task
-    captures = Captures(problem, decomposition_for)
+    captures = problem_captures(problem)
     done: dict[str, SolResult | Issue] = {}
     for workload in sorted(chosen, key=lambda w: _input_bytes(problem, w)):
         try:
