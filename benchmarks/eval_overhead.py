@@ -24,7 +24,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from solbench.bench.orchestrator import EvalOptions, EvaluationRun
-    from solbench.spec.inline import inline_problem, inline_solution
+    from solbench.data.inline import inline_problem, inline_solution
 
     problem = inline_problem(
         "add_overhead", "import torch\n\ndef run(a, b):\n    return a + b\n",

@@ -33,7 +33,7 @@ step() {  # name, limit in seconds, command...
 for name in "${steps[@]}"; do
   case $name in
     gate) step gate 90 python3 -m pytest -q -p no:cacheprovider tests/bench/test_gpu_timing.py ;;
-    gpu-tests) step gpu-tests 240 python3 -m pytest -q -p no:cacheprovider -m gpu tests/bench tests/sol ;;
+    gpu-tests) step gpu-tests 420 python3 -m pytest -q -p no:cacheprovider -m gpu tests/bench tests/sol ;;
     corpus) step corpus 420 python3 -m pytest -q -p no:cacheprovider -m gpu tests/exploits ;;
     overhead) step overhead 120 python3 benchmarks/eval_overhead.py --repeats 3 ;;
     overhead-ungated) step overhead-ungated 120 python3 benchmarks/eval_overhead.py --repeats 3 --no-launch-gate ;;
@@ -41,11 +41,11 @@ for name in "${steps[@]}"; do
     legit) step legit 420 python3 -m pytest -q -p no:cacheprovider -m gpu tests/exploits -k legit ;;
     synthetic) step synthetic 120 python3 -m solbench.dataset.synthetic "$SYNTHETIC" ;;
     tightness) step tightness 300 python3 benchmarks/sol_tightness_gpu.py --json "$OUT/tightness.json" ;;
-    verify-bundled) step verify-bundled "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify tests/data/sol_execbench_layout src/solbench/dataset/problems \
+    verify-bundled) step verify-bundled "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify tests/fixtures/sol_execbench_layout src/solbench/dataset/problems \
         --workloads "$VERIFY_WORKLOADS" --compile-mode "$VERIFY_COMPILE" --budget "$VERIFY_BUDGET" --synthesize-missing-blobs -o "$OUT/verify-bundled.jsonl" ;;
     verify-synthetic) step verify-synthetic "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify $(ls -d $SYNTHETIC/$VERIFY_SUBSET) \
         --workloads "$VERIFY_WORKLOADS" --compile-mode "$VERIFY_COMPILE" --budget "$VERIFY_BUDGET" -o "$OUT/verify-synthetic.jsonl" ;;
-    self-check) step self-check 560 python3 benchmarks/reference_self_check.py tests/data/sol_execbench_layout $(ls -d $SYNTHETIC/$SELF_CHECK_SUBSET) \
+    self-check) step self-check 560 python3 benchmarks/reference_self_check.py tests/fixtures/sol_execbench_layout $(ls -d $SYNTHETIC/$SELF_CHECK_SUBSET) \
         --seeds 1 2 --no-timing --workloads "$SELF_CHECK_WORKLOADS" --out "$OUT/self-check" ;;
     ncu-memory) step ncu-memory 560 python3 benchmarks/timing_vs_ncu.py --kinds memory --json "$OUT/ncu-memory.json" ;;
     *) echo "unknown step $name" >&2; exit 2 ;;

@@ -1,7 +1,7 @@
 """How long loading and validating a large dataset takes.
 
 Writes a dataset of N problems with W workloads each (default 250 x 16) into a temporary folder,
-then times (a) `solbench.spec.loaders.scan` in this process and (b) `solbench validate DIR` as a
+then times (a) `solbench.data.loaders.scan` in this process and (b) `solbench validate DIR` as a
 fresh subprocess (interpreter start included). Prints medians over --repeats runs.
 
     python benchmarks/load_dataset.py [--problems 250] [--workloads 16] [--repeats 5]
@@ -77,7 +77,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
-    from solbench.spec.loaders import scan
+    from solbench.data.loaders import scan
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -19,7 +19,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from solbench.spec.loaders import load_traces
+from solbench.data.loaders import load_traces
 
 
 def main() -> int:

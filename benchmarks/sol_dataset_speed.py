@@ -84,7 +84,7 @@ def _profile(dataset: Path, top: int, verbose: bool = False) -> int:
     from solbench.sol.analysis import analyze, decomposition_for
     from solbench.sol.capture import Captures
     from solbench.sol.hardware import get_hardware
-    from solbench.spec.loaders import load_problems
+    from solbench.data.loaders import load_problems
 
     hardware = get_hardware("H200")
     problems = load_problems([dataset], synthesize_missing_blobs=True)

@@ -23,9 +23,9 @@ import torch.nn.functional as F
 
 from solbench.sol.analysis import analyze
 from solbench.sol.hardware import get_hardware
-from solbench.spec.definition import Definition
-from solbench.spec.problem import Problem
-from solbench.spec.workload import Workload
+from solbench.data.definition import Definition
+from solbench.data.problem import Problem
+from solbench.data.workload import Workload
 
 CASES: list[dict[str, Any]] = []
 

@@ -19,7 +19,7 @@ import sys
 import time
 
 from solbench.bench.guards import analyze_solution
-from solbench.spec import Solution
+from solbench.data import Solution
 
 PY_HEADER = '''"""Generated solution {index}: Triton kernels and torch glue."""
 import functools

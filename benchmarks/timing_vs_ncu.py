@@ -34,7 +34,7 @@ NCU_CALLS = 5
 
 
 def problem_and_solution(kind: str, size: int):
-    from solbench.spec.inline import inline_problem, inline_solution
+    from solbench.data.inline import inline_problem, inline_solution
 
     if kind == "gemm":
         problem = inline_problem(

@@ -17,7 +17,7 @@ import solbench
 from solbench.cli import app
 from solbench.dataset import bundled_problems_path
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parent / "fixtures"
 PROBLEM = Path("valid") / "problem_with_reference_file"  # relative to DATA: short paths keep table cells whole
 DATASET = Path("valid") / "dataset"
 SOLUTION = Path("valid") / "solutions" / "vector_add_triton.json"
@@ -227,7 +227,7 @@ def test_show_several_problems(in_data):
 
 def test_show_bundled_problems_summary():
     require_bundled_problems()
-    from solbench.spec.loaders import load_problems
+    from solbench.data.loaders import load_problems
 
     names = [p.name for p in load_problems([bundled_problems_path()])]
     result = in_process("show", columns=1000)  # wide enough that no name is folded over two lines

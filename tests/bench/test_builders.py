@@ -20,9 +20,9 @@ import pytest
 import torch
 
 from solbench.bench.builders import BuildError, Built, build, build_key, target_arch
-from solbench.spec import Solution, load_solution
+from solbench.data import Solution, load_solution
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "solutions" / "builders"
+DATA = Path(__file__).resolve().parents[1] / "fixtures" / "solutions" / "builders"
 HAS_CUDA = torch.cuda.is_available()
 
 
@@ -268,7 +268,7 @@ def test_cpp_solution_without_pybind11_gets_a_generated_binding_and_is_cached(tm
         "import sys, json, torch\n"
         "from pathlib import Path\n"
         "from solbench.bench.builders import build\n"
-        "from solbench.spec import Solution\n"
+        "from solbench.data import Solution\n"
         "solution = Solution.model_validate(json.loads(sys.stdin.read()))\n"
         f"built = build(solution, cache_root=Path({str(tmp_path)!r}), device='cpu')\n"
         "out = torch.zeros(2)\n"

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from solbench.bench.correctness import Comparison, compare_outputs, decode_fp4, merge
-from solbench.spec.definition import TensorSpec
-from solbench.spec.trace import Status
-from solbench.spec.workload import Tolerance
+from solbench.data.definition import TensorSpec
+from solbench.data.trace import Status
+from solbench.data.workload import Tolerance
 
 INF, NAN = math.inf, math.nan
 

@@ -1,5 +1,5 @@
 """`solbench eval` and `solbench run`, as real subprocesses (`python -m solbench.cli`) on the small problem
-tests/data/solutions/status/vector_scale (workloads vs-n0016, vs-n0064, vs-n1000) with real workers.
+tests/fixtures/solutions/status/vector_scale (workloads vs-n0016, vs-n0064, vs-n1000) with real workers.
 
 The resume test kills an evaluation (SIGKILL) while its second workload runs, resumes it, and compares the
 result with an uninterrupted run. Builds go to a per-test cache folder ($SOLBENCH_BUILD_CACHE), never to
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from solbench.spec.loaders import load_traces
-from solbench.spec.trace import Status, Trace
+from solbench.data.loaders import load_traces
+from solbench.data.trace import Status, Trace
 from test_evaluate import alive as _alive  # same folder: pytest puts it on sys.path
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "solutions" / "status"
+DATA = Path(__file__).resolve().parents[1] / "fixtures" / "solutions" / "status"
 PROBLEM = DATA / "vector_scale"
 UUIDS = ["vs-n0016", "vs-n0064", "vs-n1000"]
 FAST = ["--device", "cpu", "--trials", "2", "--no-timing", "--seed", "7", "--hidden", "0"]

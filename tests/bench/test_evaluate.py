@@ -1,8 +1,8 @@
-"""End-to-end evaluation: real solution files (tests/data/solutions/status/*.json, sources inline) evaluated
+"""End-to-end evaluation: real solution files (tests/fixtures/solutions/status/*.json, sources inline) evaluated
 by evaluate() with real worker subprocesses and real builds (no mocks); each test asserts the exact trace
 status of every workload and the key facts of the trace.
 
-The problem is tests/data/solutions/status/vector_scale (y = x * alpha, float32, three workloads:
+The problem is tests/fixtures/solutions/status/vector_scale (y = x * alpha, float32, three workloads:
 N = 16, 64, 1000); broken_reference is a problem whose reference raises. Options are kept small for
 speed; the one C++ build that succeeds goes into a build cache shared by the whole test session.
 Solutions that need to tell the test which process ran them append "pid N" lines to the file named by
@@ -23,12 +23,12 @@ from typing import Any, Callable
 import pytest
 
 from solbench.bench.orchestrator import EvalOptions, evaluate
-from solbench.spec import Solution, load_solution
-from solbench.spec.loaders import load_problems
-from solbench.spec.problem import Problem
-from solbench.spec.trace import Status, Trace
+from solbench.data import Solution, load_solution
+from solbench.data.loaders import load_problems
+from solbench.data.problem import Problem
+from solbench.data.trace import Status, Trace
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "solutions" / "status"
+DATA = Path(__file__).resolve().parents[1] / "fixtures" / "solutions" / "status"
 SEED = 20240
 # These tests exercise the run-time path, so static analysis (which would refuse several of these
 # deliberately misbehaving solutions up front) is off here; test_static_analysis_refuses_before_running covers it.
@@ -485,7 +485,7 @@ def test_hidden_workloads_are_checked_for_correctness_after_the_published_ones(c
 def test_fewer_timed_calls_are_kept_for_checking_when_outputs_are_large(tmp_path: Path, elements: int, checked: int):
     """At most KEPT_OUTPUTS_BYTES (8 GiB) of outputs are kept: 4 MiB -> verify_timed (3), 4 GiB -> 1, 8 GiB -> 0 (the last call only)."""
     from solbench.bench.orchestrator import KEPT_OUTPUTS_BYTES, EvaluationRun
-    from solbench.spec.inline import inline_problem, inline_solution
+    from solbench.data.inline import inline_problem, inline_solution
 
     problem = inline_problem("big_copy", "import torch\n\ndef run(x):\n    return x.clone()\n",
                              {"x": ([elements], "float32")}, {"y": ([elements], "float32")})

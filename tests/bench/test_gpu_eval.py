@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from solbench.bench.orchestrator import HIDDEN_PREFIX, EvalOptions, evaluate
-from solbench.spec.inline import inline_problem, inline_solution
-from solbench.spec.trace import Status
+from solbench.data.inline import inline_problem, inline_solution
+from solbench.data.trace import Status
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 

@@ -28,7 +28,7 @@ from solbench.bench.precision import (
     oracle_arguments,
     outputs_to_assess,
 )
-from solbench.spec.definition import TensorSpec
+from solbench.data.definition import TensorSpec
 
 U32 = 2.0**-24  # unit roundoff of float32
 

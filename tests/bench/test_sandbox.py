@@ -29,8 +29,8 @@ from solbench.bench import sandbox
 from solbench.bench.orchestrator import EvalOptions, evaluate
 from solbench.bench.processes import WorkerProcess, _session_members
 from solbench.bench.sandbox import SandboxError, SandboxPlan, available_level, bwrap_works, plan_sandbox, unshare_works
-from solbench.spec.inline import inline_problem, inline_solution
-from solbench.spec.trace import Status
+from solbench.data.inline import inline_problem, inline_solution
+from solbench.data.trace import Status
 from test_evaluate import alive as _alive  # same folder: pytest puts it on sys.path
 
 BWRAP_WORKS, BWRAP_WHY = bwrap_works()
@@ -176,7 +176,7 @@ def test_auto_falls_back_and_says_what_is_not_blocked(tmp_path: Path, broken_bwr
 
 
 def test_cli_refuses_bwrap_when_it_does_not_work_in_one_line(tmp_path: Path, broken_bwrap: None):
-    data = Path(__file__).resolve().parents[1] / "data" / "solutions" / "status"
+    data = Path(__file__).resolve().parents[1] / "fixtures" / "solutions" / "status"
     done = subprocess.run([sys.executable, "-m", "solbench.cli", "eval", str(data / "vector_scale"), "-s", str(data / "pytorch_dps.json"),
                            "--device", "cpu", "--sandbox", "bwrap"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2

@@ -1,5 +1,5 @@
 """The public layout through the real evaluator, on the CPU: every reference of the conformance
-fixture (tests/data/sol_execbench_layout) passes against itself under two seeds, a problem that does
+fixture (tests/fixtures/sol_execbench_layout) passes against itself under two seeds, a problem that does
 not load never stops a run, synthesized blobs are said in the trace, the default matched ratio holds
 for correctness trials and timed calls alike, and packed fp4 outputs are compared nibble by nibble."""
 
@@ -17,13 +17,13 @@ import torch
 
 from solbench.bench.correctness import compare_outputs
 from solbench.bench.orchestrator import EvalOptions, evaluate
-from solbench.spec.definition import TensorSpec
-from solbench.spec.loaders import load_problems, load_traces
-from solbench.spec.solution import Solution
-from solbench.spec.trace import Status
-from solbench.spec.workload import Tolerance
+from solbench.data.definition import TensorSpec
+from solbench.data.loaders import load_problems, load_traces
+from solbench.data.solution import Solution
+from solbench.data.trace import Status
+from solbench.data.workload import Tolerance
 
-LAYOUT = Path(__file__).resolve().parents[1] / "data" / "sol_execbench_layout"
+LAYOUT = Path(__file__).resolve().parents[1] / "fixtures" / "sol_execbench_layout"
 BLOBS_ABSENT = "015_paged_decode_blobs_published_separately"
 PROBLEMS = 16
 FAST = dict(device="cpu", trials=2, min_iterations=3, budget_s=0.3, warmup=1, verify_timed=1, timeout_s=120.0, hidden=0)

@@ -11,11 +11,11 @@ import pytest
 
 from solbench.bench.orchestrator import EvalOptions
 from solbench.bench.verify import WorkloadCheck, check_problem, ratio_summary, time_trusted
-from solbench.cli import _choose_workloads
-from solbench.spec.definition import Definition
-from solbench.spec.problem import Problem
-from solbench.spec.solution import Solution
-from solbench.spec.workload import Workload
+from solbench.cli.workloads import choose_workloads as _choose_workloads
+from solbench.data.definition import Definition
+from solbench.data.problem import Problem
+from solbench.data.solution import Solution
+from solbench.data.workload import Workload
 
 REPO = Path(__file__).resolve().parents[2]
 UPCAST = REPO / "tests/legit/problems/matmul_bf16_upcast"

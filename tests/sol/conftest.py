@@ -12,8 +12,8 @@ from typing import Any
 
 from solbench.sol.analysis import SolResult, analyze
 from solbench.sol.hardware import get_hardware
-from solbench.spec import Definition, Problem, Workload
-from solbench.spec.files import parse_model
+from solbench.data import Definition, Problem, Workload
+from solbench.data.files import parse_model
 
 InputSpecs = dict[str, tuple]  # name -> (shape list | None, dtype) or (None, dtype, scalar value)
 
@@ -79,13 +79,13 @@ def ops(result: SolResult) -> list[str]:
 
 def real_inputs(problem: Problem) -> dict[str, Any]:
     """The workload's own inputs, generated for real on the CPU (small shapes only)."""
-    from solbench.spec.inputs import generate_inputs
+    from solbench.data.inputs import generate_inputs
 
     return generate_inputs(problem, problem.workloads[0], seed=0, device="cpu")
 
 
 def run_reference(problem: Problem, inputs: dict[str, Any]) -> Any:
-    from solbench.spec.reference import reference_module
+    from solbench.data.reference import reference_module
 
     return reference_module(problem.definition).run(*inputs.values())
 
@@ -94,7 +94,7 @@ def problem_with_inferred_outputs(reference: str, inputs: InputSpecs, **kwargs: 
     """make_problem whose outputs are what the reference returns on real CPU inputs (small shapes)."""
     import torch
 
-    from solbench.spec.dtypes import DType
+    from solbench.data.dtypes import DType
 
     draft = make_problem(reference, inputs, {"draft_output": ([], "float32")}, **kwargs)
     result = run_reference(draft, real_inputs(draft))

@@ -53,7 +53,7 @@ def _problem_auto(body, inputs):
     """Outputs from a fake-tensor run, so that big shapes cost nothing."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from solbench.spec.dtypes import DType
+    from solbench.data.dtypes import DType
 
     with FakeTensorMode():
         args = [torch.empty(shape, dtype=DType(dtype).torch_dtype()) for shape, dtype in inputs.values()]

@@ -11,7 +11,7 @@ import pytest
 from solbench.sol.analysis import analyze, decomposition_for
 from solbench.sol.capture import REAL_CAPTURE_BYTES, CaptureError, Captures
 from solbench.sol.hardware import get_hardware
-from solbench.spec.loaders import load_problems
+from solbench.data.loaders import load_problems
 
 H200 = get_hardware("H200")
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from solbench.cli import app
 
-KERNELBENCH = Path(__file__).resolve().parents[1] / "data" / "kernelbench"
+KERNELBENCH = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
 LINEAR = KERNELBENCH / "01_linear.py"
 ENV = {"COLUMNS": "250", "SOLBENCH_HARDWARE": "H200"}
 

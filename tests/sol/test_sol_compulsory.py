@@ -13,10 +13,10 @@ import pytest
 from solbench.dataset import bundled_problems_path
 from solbench.sol.analysis import analyze
 from solbench.sol.hardware import get_hardware
-from solbench.spec.loaders import scan
-from solbench.spec.problem import Problem
+from solbench.data.loaders import scan
+from solbench.data.problem import Problem
 
-KERNELBENCH = Path(__file__).resolve().parents[1] / "data" / "kernelbench"
+KERNELBENCH = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
 KERNELBENCH_FILES = sorted(KERNELBENCH.glob("*.py"))
 
 # problem name -> {input name: axes -> bytes touched}, for inputs that no op reads whole.

@@ -8,7 +8,7 @@ from typer.testing import CliRunner
 from sol_testkit import sol
 from solbench.cli import app
 from solbench.sol.hardware import catalogue, get_hardware
-from solbench.spec.errors import SpecError
+from solbench.data.errors import SpecError
 
 BUILT_IN = ["B200", "H200", "H100-SXM", "H100-PCIe", "A100-SXM", "L40S", "RTX-4090", "MI300X"]
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from solbench.sol.values import after_cast, exact_format, holds, widest
-from solbench.spec.dtypes import DType
+from solbench.data.dtypes import DType
 from sol_testkit import sol, tensor_flops
 
 BF16, F32, FP8 = "bfloat16", "float32", "float8_e4m3fn"

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterator
 
-from solbench.spec.solution import Solution
+from solbench.data.solution import Solution
 
 __all__ = ["BuildError", "Built", "build", "build_key", "target_arch", "MESSAGE_LIMIT"]
 

@@ -67,10 +67,10 @@ from typing import Any, Iterator
 
 import torch
 
-from solbench.spec.definition import TensorSpec
-from solbench.spec.dtypes import DType
-from solbench.spec.trace import Status
-from solbench.spec.workload import Tolerance
+from solbench.data.definition import TensorSpec
+from solbench.data.dtypes import DType
+from solbench.data.trace import Status
+from solbench.data.workload import Tolerance
 
 __all__ = ["CHUNK", "Comparison", "compare_outputs", "decode_fp4", "merge"]
 

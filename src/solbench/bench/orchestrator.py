@@ -19,13 +19,13 @@ from solbench.bench.ipc import import_cuda, probe_fails
 from solbench.bench.processes import WorkerCrashed, WorkerFailed, WorkerForged, WorkerProcess, WorkerTimeout
 from solbench.bench.shm import BlobError, Session, read_blob
 from solbench.bench.timing import Samples
-from solbench.spec.dtypes import storage_shape
-from solbench.spec.hidden import UNALIGNED_PREFIX, hidden_workloads, unaligned_workload
-from solbench.spec.problem import Problem
-from solbench.spec.profiles import resolve_profile
-from solbench.spec.solution import Solution
-from solbench.spec.trace import Correctness, Evaluation, Performance, Status, Trace
-from solbench.spec.workload import Workload
+from solbench.data.dtypes import storage_shape
+from solbench.data.hidden import UNALIGNED_PREFIX, hidden_workloads, unaligned_workload
+from solbench.data.problem import Problem
+from solbench.data.profiles import resolve_profile
+from solbench.data.solution import Solution
+from solbench.data.trace import Correctness, Evaluation, Performance, Status, Trace
+from solbench.data.workload import Workload
 
 HIDDEN_PREFIX = "hidden-"
 KEPT_OUTPUTS_BYTES = 8 << 30  # device memory the worker may spend on keeping timed calls' outputs for checking
@@ -58,7 +58,7 @@ class EvalOptions:
     hardware: str | None = None  # spec for T_SOL; default: matched from the GPU's name
     clock_mhz: float | None = None  # price T_SOL at this SM clock (a locked-clock run); None: the spec's boost clock
     policy: str = "auto"
-    input_profile: str = "auto"  # how undeclared random inputs are drawn: auto | plain | sol-execbench (solbench.spec.profiles)
+    input_profile: str = "auto"  # how undeclared random inputs are drawn: auto | plain | sol-execbench (solbench.data.profiles)
     cache_root: Path = field(default_factory=lambda: DEFAULT_CACHE)
     log_limit: int = 16_000
     static_analysis: bool = True  # refuse sources with reject findings (REWARD_HACK) before anything runs
@@ -67,7 +67,7 @@ class EvalOptions:
     def __post_init__(self) -> None:
         import re
 
-        from solbench.spec.profiles import PROFILES
+        from solbench.data.profiles import PROFILES
 
         def need(ok: bool, name: str, expected: str) -> None:
             if not ok:
@@ -632,8 +632,8 @@ def _hidden(problem: Problem, options: EvalOptions, seed: int, skip: set[str]) -
 
 def synthesized_notes(problem: Problem, workload: Workload) -> list[str]:
     """One line per input drawn in place of an absent safetensors file (--synthesize-missing-blobs)."""
-    from solbench.spec.inputs import blob_path
-    from solbench.spec.workload import SafetensorsInput
+    from solbench.data.inputs import blob_path
+    from solbench.data.workload import SafetensorsInput
 
     if not problem.synthesize_missing_blobs:
         return []

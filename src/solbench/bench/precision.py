@@ -78,7 +78,7 @@ from typing import Any
 
 import torch
 
-from solbench.spec.dtypes import DType
+from solbench.data.dtypes import DType
 
 __all__ = [
     "FLOOR_UNITS",

@@ -22,14 +22,14 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from solbench.spec.workload import Workload
+from solbench.data.workload import Workload
 
 from solbench.bench.orchestrator import EvalOptions, evaluate, reference_solution
 from solbench.sol.analysis import problem_captures
 from solbench.sol.calibrate import spec_for_run
-from solbench.spec.problem import Problem
-from solbench.spec.solution import Solution
-from solbench.spec.trace import Status, Trace
+from solbench.data.problem import Problem
+from solbench.data.solution import Solution
+from solbench.data.trace import Status, Trace
 
 FASTER_THAN_SOL = "faster-than-sol"
 
@@ -129,8 +129,8 @@ def time_trusted(problem: Problem, options: EvalOptions, compile_modes: Iterable
 
     from solbench.bench.correctness import compare_outputs
     from solbench.bench.timing import CacheFlusher, make_gate, make_timer, measure
-    from solbench.spec.inputs import generate_inputs
-    from solbench.spec.reference import reference_module
+    from solbench.data.inputs import generate_inputs
+    from solbench.data.reference import reference_module
 
     device = options.device
     timer, _ = make_timer(device, options.timer)

@@ -30,12 +30,12 @@ from solbench.bench.precision import oracle_arguments
 from solbench.bench.protocol import Channel, ChannelClosed
 from solbench.bench.shm import write_blob
 from solbench.bench.timing import CacheFlusher, make_gate, make_timer, measure
-from solbench.spec.definition import Definition
-from solbench.spec.inputs import generate_inputs
-from solbench.spec.problem import Problem
-from solbench.spec.reference import reference_module
-from solbench.spec.solution import Solution
-from solbench.spec.workload import Workload
+from solbench.data.definition import Definition
+from solbench.data.inputs import generate_inputs
+from solbench.data.problem import Problem
+from solbench.data.reference import reference_module
+from solbench.data.solution import Solution
+from solbench.data.workload import Workload
 
 ERROR_TAIL = 4000
 UNJOINED_SLACK_MS = 0.05  # beyond the error of CUPTI's GPU-to-host timestamp conversion

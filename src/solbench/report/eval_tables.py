@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from solbench.spec.trace import Status, Trace
+from solbench.data.trace import Status, Trace
 
 _STYLE = {Status.PASSED: "green", Status.TIMEOUT: "yellow", Status.REWARD_HACK: "bold magenta"}
 

@@ -8,10 +8,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from solbench.spec.definition import ConstAxis, ExprAxis, TensorSpec
-from solbench.spec.loaders.loaded import Loaded
-from solbench.spec.problem import Problem
-from solbench.spec.workload import RandomInput, SafetensorsInput, ScalarInput
+from solbench.data.definition import ConstAxis, ExprAxis, TensorSpec
+from solbench.data.loaders.loaded import Loaded
+from solbench.data.problem import Problem
+from solbench.data.workload import RandomInput, SafetensorsInput, ScalarInput
 
 
 def validation_table(results: list[Loaded]) -> Table:

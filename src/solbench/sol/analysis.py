@@ -18,8 +18,8 @@ from solbench.sol.capture import Captures
 from solbench.sol.costs import FREE_OPS, RULES
 from solbench.sol.hardware import HardwareSpec, Policy
 from solbench.sol.pricing import NodeReport, Totals, compute_time
-from solbench.spec.problem import Problem
-from solbench.spec.workload import Workload
+from solbench.data.problem import Problem
+from solbench.data.workload import Workload
 
 
 @dataclass

@@ -10,10 +10,10 @@ from typing import Iterable, Iterator
 from solbench.sol.analysis import SolResult, analyze, problem_captures
 from solbench.sol.capture import Captures
 from solbench.sol.hardware import HardwareSpec, Policy, get_hardware
-from solbench.spec.errors import Issue
-from solbench.spec.loaders import scan
-from solbench.spec.problem import Problem
-from solbench.spec.workload import Workload
+from solbench.data.errors import Issue
+from solbench.data.loaders import scan
+from solbench.data.problem import Problem
+from solbench.data.workload import Workload
 
 
 def policy_for(problem: Problem, requested: str = "auto") -> Policy:

@@ -24,11 +24,11 @@ from typing import Any
 
 from solbench.sol.graph import Graph
 from solbench.sol.tracing import CaptureError, record, scalar_value
-from solbench.spec.dtypes import storage_shape
-from solbench.spec.inputs import generate_inputs
-from solbench.spec.problem import Problem
-from solbench.spec.reference import reference_module
-from solbench.spec.workload import CustomInput, RandomInput, SafetensorsInput, ScalarInput, Workload
+from solbench.data.dtypes import storage_shape
+from solbench.data.inputs import generate_inputs
+from solbench.data.problem import Problem
+from solbench.data.reference import reference_module
+from solbench.data.workload import CustomInput, RandomInput, SafetensorsInput, ScalarInput, Workload
 
 REAL_INPUT_BYTES = 256 << 20  # integer, bool and custom inputs made real for a concrete capture, in all
 REAL_CAPTURE_BYTES = 1 << 30  # the largest workload (inputs) ever captured on real tensors

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
-from solbench.spec.dtypes import DType
+from solbench.data.dtypes import DType
 
 EXACT_FORMAT_ELEMENTS = 1 << 16  # constants up to this size get their value precision from their values (decode tables)
 

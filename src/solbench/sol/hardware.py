@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from solbench.sol.costs import UNITS
-from solbench.spec.errors import SpecError, issues_from_validation_error
+from solbench.data.errors import SpecError, issues_from_validation_error
 
 Policy = Literal["strict", "relaxed"]
 ON_CHIP_WRITE_FACTOR = 2.5  # outputs written into the L2, against the DRAM bandwidth, when a spec names no rate

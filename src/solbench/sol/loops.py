@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solbench.sol.graph import Graph
-from solbench.spec.problem import Problem
-from solbench.spec.workload import Workload
+from solbench.data.problem import Problem
+from solbench.data.workload import Workload
 
 REL_TOLERANCE = 1e-6  # how far from a line the three totals may be (rounding only)
 SHORT_PROBES = (8,)  # the first probes: 8, 16 and 24 steps (then the least published value and its double and triple)

@@ -14,7 +14,7 @@ from solbench.sol.graph import Graph, OpNode, TensorInfo
 from solbench.sol.hardware import HardwareSpec, Policy
 from solbench.sol.patterns import adjust
 from solbench.sol.tiling import contraction_surplus
-from solbench.spec.dtypes import DType
+from solbench.data.dtypes import DType
 
 
 @dataclass

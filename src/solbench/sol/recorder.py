@@ -26,7 +26,7 @@ from typing import Any
 
 from solbench.sol.graph import OpNode, TensorInfo
 from solbench.sol.values import after_cast, widest
-from solbench.spec.dtypes import DType
+from solbench.data.dtypes import DType
 
 # Ops that only describe tensors (no data moves) and are left out of the graph.
 METADATA_OPS = {"prim.device.default", "aten.sym_size.int", "aten.sym_stride.int", "aten.sym_numel.default", "aten.is_same_size.default",

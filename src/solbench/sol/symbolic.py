@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from solbench.sol.graph import Graph, OpNode, TensorInfo
-from solbench.spec.problem import Problem
-from solbench.spec.workload import ScalarInput, Workload
+from solbench.data.problem import Problem
+from solbench.data.workload import ScalarInput, Workload
 
 
 class SymbolicUnsupported(RuntimeError):
@@ -71,8 +71,8 @@ def capture_symbolic(problem: Problem, workload: Workload, decompose: Any = None
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
     from solbench.sol.tracing import CaptureError, record, scalar_value
-    from solbench.spec.dtypes import DType
-    from solbench.spec.reference import reference_module
+    from solbench.data.dtypes import DType
+    from solbench.data.reference import reference_module
 
     run = reference_module(problem.definition).run
     axes = problem.axes(workload)

@@ -8,8 +8,8 @@ from typing import Any
 
 from solbench.sol.graph import Graph, TensorInfo
 from solbench.sol.recorder import Recorder
-from solbench.spec.problem import Problem
-from solbench.spec.workload import ScalarInput
+from solbench.data.problem import Problem
+from solbench.data.workload import ScalarInput
 
 
 class CaptureError(RuntimeError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from solbench.spec.dtypes import DType
+from solbench.data.dtypes import DType
 
 if TYPE_CHECKING:
     import torch

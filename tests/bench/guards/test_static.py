@@ -16,7 +16,7 @@ import pytest
 
 from solbench.bench.guards import RULES, Finding, analyze_cpp, analyze_python, analyze_solution
 from solbench.bench.guards import static as static_module
-from solbench.spec import Solution
+from solbench.data import Solution
 
 # A small but well-formed ELF header (what a cubin starts with) and a fatbin header.
 ELF_IMAGE = b"\x7fELF\x02\x01\x01\x33\x07" + bytes(7) + b"\x02\x00\xbe\x00\x01\x00\x00\x00" + bytes(48) + b"\x00.shstrtab\x00.nv.info\x00"

@@ -25,7 +25,7 @@ from solbench.bench.guards._model import RULES, Collector, Finding, text_blob
 from solbench.bench.guards._python import _analyze_python, analyze_python
 
 if TYPE_CHECKING:
-    from solbench.spec.solution import Solution
+    from solbench.data.solution import Solution
 
 __all__ = ["Finding", "RULES", "analyze_solution", "analyze_python", "analyze_cpp"]
 

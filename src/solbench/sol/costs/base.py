@@ -8,7 +8,7 @@ from math import prod
 from typing import Callable
 
 from solbench.sol.graph import OpNode, TensorInfo
-from solbench.spec.dtypes import DType
+from solbench.data.dtypes import DType
 
 # Execution units. tensor_*: contractions on the matrix units by operand dtype (tensor_fp32 is an
 # fp32 contraction, priced by the precision policy); vector_*: the ALUs (vector_fp16 is 16-bit and

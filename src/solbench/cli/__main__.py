@@ -1,0 +1,3 @@
+from solbench.cli import main
+
+main()

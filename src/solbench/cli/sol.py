@@ -1,0 +1,173 @@
+"""`solbench sol`: speed-of-light bounds, and `--verify` of them against measured times."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from .app import ClockOption, PathsArgument, SynthesizeOption, _default_paths, _evaluation_options, _print_issue, _progress_line, app, console, reports_user_errors
+from .workloads import choose_workloads as _choose_workloads
+
+
+@app.command()
+@reports_user_errors
+def sol(
+    paths: PathsArgument = None,
+    hardware: Annotated[Optional[str], typer.Option("--hardware", "-H", help="Hardware spec name or YAML file (default: $SOLBENCH_HARDWARE or H200).")] = None,
+    workload: Annotated[Optional[list[str]], typer.Option("--workload", "-w", help="Only these workload uuids (a unique prefix of 6+ characters is enough).")] = None,
+    policy: Annotated[str, typer.Option(help="Precision policy: strict, relaxed, or auto (the problem's own precision_policy, else relaxed).")] = "auto",
+    explain: Annotated[bool, typer.Option("--explain", help="Add the per-op breakdown.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per workload (JSON lines), as each is known.")] = False,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Also append each workload's result to this JSONL file as it is known.")] = None,
+    synthesize_missing_blobs: SynthesizeOption = False,
+    clock: ClockOption = None,
+    verify: Annotated[bool, typer.Option("--verify", help="On a GPU: time the eager reference, torch.compile and any --solutions through the evaluator and list every workload faster than T_SOL.")] = False,
+    solutions: Annotated[Optional[list[Path]], typer.Option("--solutions", help="With --verify: solution files (or folders of them) timed as well.")] = None,
+    compile_mode: Annotated[Optional[list[str]], typer.Option("--compile-mode", help="With --verify: torch.compile modes to time (default: default; 'none' for none).")] = None,
+    workloads: Annotated[str, typer.Option(help="With --verify: all, smallest:N or spread:N (smallest, largest, evenly between).")] = "all",
+    budget: Annotated[float, typer.Option(help="With --verify: seconds of timed calls per workload and candidate.", min=0.05)] = 1.0,
+    compile_workloads: Annotated[str, typer.Option(help="With --verify: where torch.compile is timed too (all, smallest:N, spread:N; each shape compiles once).")] = "spread:1",
+    in_evaluator: Annotated[bool, typer.Option("--in-evaluator", help="With --verify: time the reference and torch.compile through the evaluator's workers too (default: in this process, with the evaluator's timer).")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes that analyse problems side by side (0: one per core, up to 4, for a dataset).", min=0)] = 0,
+) -> None:
+    """Speed-of-light bounds of each workload: FLOPs by unit, bytes, unfused/fused/cache-aware times.
+    Results stream out problem by problem; a problem that fails is one line on stderr, the others go on."""
+    import json
+
+    if verify:
+        _verify_bounds(_default_paths(paths), hardware, policy, clock, solutions or [], compile_mode, workloads, output, as_json, synthesize_missing_blobs,
+                       budget, compile_workloads, in_evaluator, workload)
+        return
+
+    from solbench.report.sol_tables import explain_table, sol_table
+    from solbench.sol.api import iter_analyses
+    from solbench.sol.hardware import default_hardware_name, get_hardware
+    from solbench.data.errors import Issue, SpecError
+    from solbench.data.files import append_jsonl
+
+    if policy not in {"auto", "strict", "relaxed"}:
+        raise typer.BadParameter(f"expected strict, relaxed or auto, got {policy!r}", param_hint="--policy")
+    if output is not None and output.exists():
+        raise SpecError("exists already; choose another file (results are appended as they are known)", path=output)
+    spec = get_hardware(hardware or default_hardware_name())
+    if clock:
+        spec = spec.at_clock(clock)
+    failures = 0
+    pending: list[Any] = []  # the current problem's results, printed as one table when it is done
+
+    def flush() -> None:
+        if pending and not as_json:
+            console.print(sol_table(pending))
+            for result in pending:
+                for note in result.notes:
+                    console.print(f"[dim]{result.problem}/{result.workload[:8]}: {note}[/dim]")
+                if result.partial:
+                    console.print(f"[yellow]{result.problem}/{result.workload[:8]}: partial, no cost rule for {', '.join(result.uncovered_ops)}[/yellow]")
+                if explain:
+                    console.print(explain_table(result))
+        pending.clear()
+
+    paths = _default_paths(paths)
+    if jobs == 0:
+        from solbench.sol.api import default_jobs
+
+        jobs = 1 if explain else default_jobs(sum(1 for path in paths for _ in (path.rglob("definition.json") if path.is_dir() else [path])))
+    for item in iter_analyses(paths, spec, policy, workload, progress=not as_json, synthesize_missing_blobs=synthesize_missing_blobs,
+                              jobs=jobs, keep_nodes=explain):
+        if isinstance(item, Issue):
+            if item.severity == "error":
+                failures += 1
+                _print_issue(item)
+            continue
+        if pending and pending[-1].problem != item.problem:
+            flush()
+        pending.append(item)
+        if as_json:
+            print(json.dumps(item.to_json()), flush=True)
+        if output is not None:
+            append_jsonl(output, item.to_json())
+    flush()
+    if failures:
+        raise typer.Exit(1)
+
+
+def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: float | None, solution_paths: list[Path],
+                   compile_modes: list[str] | None, workloads: str, output: Path | None, as_json: bool, synthesize: bool,
+                   budget: float = 1.0, compile_workloads: str = "spread:1", in_evaluator: bool = False, only: list[str] | None = None) -> None:
+    """`solbench sol --verify`: measured times against T_SOL (see solbench.bench.verify)."""
+    import json
+
+    from rich.table import Table
+
+    from solbench.bench.orchestrator import resolve_device
+    from solbench.bench.verify import check_problem, ratio_summary
+    from solbench.report.sol_tables import explain_table
+    from solbench.sol.analysis import analyze
+    from solbench.sol.api import policy_for
+    from solbench.sol.calibrate import spec_for_run
+    from solbench.data.errors import SpecError
+    from solbench.data.files import append_jsonl
+    from solbench.data.loaders import load_problems, load_solution
+
+    device = resolve_device("auto")
+    if not device.startswith("cuda"):
+        raise SpecError("--verify times real kernels: it needs a CUDA GPU, and none is available here", field="verify")
+    if output is not None and output.exists():
+        raise SpecError("exists already; choose another file (results are appended as they are known)", path=output)
+    problems = load_problems(paths, synthesize_missing_blobs=synthesize)
+    found = [p for path in solution_paths for p in ([path] if path.is_file() else sorted(path.rglob("*.json")))]
+    solutions = [load_solution(path) for path in found]
+    modes = [m for m in (compile_modes or ["default"]) if m != "none"]
+    spec = spec_for_run(hardware, device, clock)
+    options = _evaluation_options("cuda", 1, 300.0, 600.0, None, hardware or (spec.name if spec else None), False, True, policy,
+                                  clock_mhz=clock, budget_s=budget, min_iterations=10, verify_timed=1)
+    checks = []
+    broken = 0
+    for problem in problems:
+        chosen = [problem.workload(w) for w in only] if only else _choose_workloads(problem, workloads)
+        mine = [s for s in solutions if s.definition == problem.name]
+        compiled_at = {w.uuid for w in _choose_workloads(problem, compile_workloads)} & {w.uuid for w in chosen}
+        try:
+            found_checks = check_problem(problem, options, mine, modes, chosen, on_trace=_progress_line, in_process=not in_evaluator,
+                                         compile_workloads=compiled_at)
+        except Exception as exc:  # noqa: BLE001 - one problem that breaks must not stop the dataset
+            console.print(f"[red]{problem.name}: not checked: {type(exc).__name__}: {str(exc)[:300]}[/red]")
+            broken += 1
+            continue
+        for check in found_checks:
+            if check.self_check not in (None, "PASSED"):
+                console.print(f"[red]{problem.name}/{check.workload[:8]}: the reference does not match itself: {check.self_check}[/red]")
+            elif not as_json:
+                times = ", ".join(f"{name} {ms:.4g} ms" for name, ms in check.times_ms.items())
+                failed = "".join(f"; {name} {why}" for name, why in check.failures.items())
+                console.print(f"[dim]{problem.name}/{check.workload[:8]}: T_SOL {check.sol_ms or float('nan'):.4g} ms; {times}{failed}[/dim]")
+            checks.append(check)
+            if output is not None:
+                append_jsonl(output, check.to_json())
+            if as_json:
+                print(json.dumps(check.to_json()), flush=True)
+            if check.violated:
+                workload = problem.workload(check.workload)
+                result = analyze(problem, workload, spec, policy_for(problem, policy))
+                console.print(f"[red]VIOLATION {problem.name}/{check.workload[:8]}: {check.fastest[0]} ran {check.fastest[1]:.4g} ms, "
+                              f"T_SOL {check.sol_ms:.4g} ms (ratio {check.ratio:.3f})[/red]")
+                console.print(explain_table(result))
+    table = Table(title=f"fastest / T_SOL by op class ({spec.name if spec else 'unknown spec'})")
+    for column in ("op class", "workloads", "median", "least"):
+        table.add_column(column, justify="right" if column != "op class" else "left")
+    for op, row in ratio_summary(checks).items():
+        table.add_row(op, str(row["workloads"]), f"{row['median']:.2f}", f"{row['least']:.2f}", style="red" if row["least"] < 1 else None)
+    if not as_json:
+        console.print(table)
+    violations = [c for c in checks if c.violated]
+    unmeasured = [c for c in checks if c.fastest is None]
+    inconsistent = [c for c in checks if c.self_check not in (None, "PASSED")]
+    console.print(f"{len(checks)} workloads checked, {len(violations)} faster than T_SOL, {len(unmeasured)} with no correct timed candidate, "
+                  f"{len(inconsistent)} where the reference does not match itself, {broken} problems not checked",
+                  style="red" if violations or inconsistent or broken else "green")
+    if violations or inconsistent or broken:
+        raise typer.Exit(1)
+
+

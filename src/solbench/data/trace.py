@@ -1,0 +1,60 @@
+"""Trace: the outcome of evaluating one solution on one workload."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import Field
+
+from solbench.data.base import SpecModel
+from solbench.data.workload import Workload
+
+
+class Status(str, Enum):
+    PASSED = "PASSED"
+    INCORRECT_SHAPE = "INCORRECT_SHAPE"
+    INCORRECT_DTYPE = "INCORRECT_DTYPE"
+    INCORRECT_NUMERICAL = "INCORRECT_NUMERICAL"
+    RUNTIME_ERROR = "RUNTIME_ERROR"
+    COMPILE_ERROR = "COMPILE_ERROR"
+    TIMEOUT = "TIMEOUT"
+    REWARD_HACK = "REWARD_HACK"
+    INVALID_REFERENCE = "INVALID_REFERENCE"
+
+
+class Correctness(SpecModel):
+    max_absolute_error: float | None = None
+    max_relative_error: float | None = None
+    matched_ratio: float | None = None
+    first_mismatch_index: list[int] | None = None
+    trials: int | None = None
+    precision: str | None = None  # the precision the outputs appear to be computed in (fp64 oracle), where assessed
+    verified_timed_calls: int | None = None  # timed calls whose outputs were checked too
+
+
+class Performance(SpecModel):
+    latency_ms: float | None = None
+    latency_iqr_ms: float | None = None
+    reference_latency_ms: float | None = None
+    sol_ms: float | None = None
+    score: float | None = None
+    timing_method: str | None = None
+    iterations: int | None = None
+
+
+class Evaluation(SpecModel):
+    status: Status
+    correctness: Correctness | None = None
+    performance: Performance | None = None
+    environment: dict[str, Any] | None = None
+    log: str = ""
+    timestamp: str | None = None
+    flags: list[str] | None = None  # findings that are no status of their own, e.g. "shape-generality"
+
+
+class Trace(SpecModel):
+    definition: str = Field(min_length=1)
+    workload: Workload
+    solution: str | None = None
+    evaluation: Evaluation | None = None
