@@ -1,6 +1,13 @@
-"""The solbench command line: one typer app over every stage, a module per command group."""
+"""The solbench command line: one typer app over every stage, a module per command group (each module
+of this package registers its commands on import)."""
+
+import importlib
+import pkgutil
 
 from .app import app, main
-from . import audit, evaluate, hw, problems, sol  # noqa: F401 - importing registers the commands
+
+for _module in pkgutil.iter_modules(__path__):
+    if _module.name not in {"app", "__main__"}:
+        importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = ["app", "main"]

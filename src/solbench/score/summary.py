@@ -1,0 +1,91 @@
+"""The run summary (`summary.json` of a run folder): every number of a run, per workload, per problem
+and per suite, so that reports and scripts never recompute them.
+
+A run folder, as `solbench run` writes it and `solbench report` reads it:
+
+    RUN_DIR/traces.jsonl          one Trace per (solution, workload), as each is known
+    RUN_DIR/baselines/<HW>.json   the baselines used (see solbench.score.baselines), copied for provenance
+    RUN_DIR/summary.json          a RunSummary
+    RUN_DIR/report.md, report.html
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from solbench.data.base import SpecModel
+
+
+class WorkloadScore(SpecModel):
+    """One solution on one workload. Times in milliseconds; None where not known (e.g. no T_SOL on an
+    uncalibrated CPU, no time for a failed workload)."""
+
+    problem: str
+    solution: str
+    workload: str  # the workload's uuid
+    status: str  # Status value of the trace
+    latency_ms: float | None = None  # T_k
+    sol_ms: float | None = None  # T_SOL
+    baseline_ms: float | None = None  # T_b
+    baseline_candidate: str | None = None  # which candidate set T_b (eager, compile-default, ..., or a baseline solution's name)
+    reference_ms: float | None = None  # the eager reference's time on this workload
+    score: float | None = None  # S in [0, 1]; 0 for a workload that is not correct; None when T_SOL or T_b is unknown
+    speedup_vs_reference: float | None = None  # T_ref / T_k
+    speedup_vs_baseline: float | None = None  # T_b / T_k
+    reclaimed: float | None = None  # (T_ref - T_k) / (T_ref - T_SOL)
+    flops: float | None = None  # from the SOL analysis, for the roofline plot
+    bytes: float | None = None  # compulsory DRAM bytes from the SOL analysis
+    flags: list[str] = Field(default_factory=list)  # audit and harness findings, e.g. faster-than-sol, shape-generality
+
+
+class ProblemScore(SpecModel):
+    """One solution on one problem: the mean score over its workloads and what it is made of."""
+
+    problem: str
+    solution: str
+    categories: dict[str, str] = Field(default_factory=dict)  # subset, op_type, precision, direction -> value
+    workloads: int = 0
+    statuses: dict[str, int] = Field(default_factory=dict)  # status value -> count
+    score: float | None = None  # mean S over the workloads (0 for those not correct)
+    median_ratio_to_sol: float | None = None  # median T_k / T_SOL over correct workloads
+    geomean_speedup_vs_reference: float | None = None
+    geomean_speedup_vs_baseline: float | None = None
+    flags: list[str] = Field(default_factory=list)
+
+
+class SuiteScore(SpecModel):
+    """One solution (or the best of k given solutions per problem) over the problems of the run."""
+
+    solution: str  # a solution set's name; "best-of-k" for the best per problem; "baseline" for T_b itself
+    problems: int = 0
+    score_mean: float | None = None
+    score_median: float | None = None
+    by_category: dict[str, dict[str, float]] = Field(default_factory=dict)  # category -> value -> mean problem score
+    fast_p: dict[str, float] = Field(default_factory=dict)  # "1.0", "1.5", "2.0" -> share of correct workloads faster than the reference by p
+    geomean_speedup_vs_reference: float | None = None
+    geomean_speedup_vs_baseline: float | None = None
+
+
+class AuditFinding(SpecModel):
+    solution: str
+    rule: str
+    severity: str
+    file: str | None = None
+    line: int | None = None
+    message: str = ""
+
+
+class RunSummary(SpecModel):
+    """summary.json of a run folder."""
+
+    created: str  # ISO 8601 time
+    hardware: str | None = None  # the spec T_SOL was priced on
+    device: str  # cpu, cuda:0, ...
+    versions: dict[str, str] = Field(default_factory=dict)  # solbench, torch, triton, cuda, driver
+    roofs: dict[str, float] = Field(default_factory=dict)  # for roofline plots: "dram_tbps" and "<unit>_tflops" of the spec used
+    wall_s: float | None = None
+    workloads: list[WorkloadScore] = Field(default_factory=list)
+    problems: list[ProblemScore] = Field(default_factory=list)
+    suites: list[SuiteScore] = Field(default_factory=list)
+    audit: list[AuditFinding] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)  # e.g. why T_SOL is blank, which problems were refused
