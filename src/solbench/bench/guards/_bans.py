@@ -229,6 +229,11 @@ def _match(dotted: str) -> tuple[str, str] | None:
     return None
 
 
+# tempfile's functions that create a file or folder: the positional index of their dir= argument. Judged where
+# called (no dir: the worker's TMPDIR, which the sandbox makes private; a dir: like any other write to it).
+_TEMPFILE_DIR_ARG: dict[str, int] = {"tempfile.mkstemp": 2, "tempfile.mkdtemp": 2, "tempfile.TemporaryDirectory": 2,
+                                     "tempfile.NamedTemporaryFile": 6, "tempfile.TemporaryFile": 6, "tempfile.SpooledTemporaryFile": 7}
+
 # functions that read a path (argument index, keyword)
 _READ_FUNCS: dict[str, tuple[int, str | None]] = {
     "os.listdir": (0, "path"), "os.scandir": (0, "path"), "os.walk": (0, "top"), "os.fwalk": (0, "top"),

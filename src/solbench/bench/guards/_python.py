@@ -32,7 +32,7 @@ from solbench.bench.guards._model import (
 from solbench.bench.guards._bans import (
     _BUILTIN_NAMES, _CACHE_DECORATORS, _CONFIG_OK, _CONTAINER_CALLS, _DOWNCAST_DTYPES, _DYNAMIC_IMPORTS, _ENV_TUNING, _ENV_TUNING_PREFIXES, _KNOWN_LIBRARIES, _L2_NAME,
     _LIBRARY_NAMES, _PATH_CONSTANTS, _PATH_WRITE_FUNCS, _PRECISION_DEFAULT_TRUE, _PRECISION_FLAGS, _PROFILER_NAMES, _READ_FUNCS, _SCOPED, _SENSITIVE, _STAR_NAMES,
-    _STDLIB, _WRITERS, _YAML_LOADS, _YAML_SAFE_LOADERS, _match, _normalise,
+    _STDLIB, _TEMPFILE_DIR_ARG, _WRITERS, _YAML_LOADS, _YAML_SAFE_LOADERS, _match, _normalise,
 )
 from solbench.bench.guards._paths import _PathReasoning
 from solbench.bench.guards._names import _Resolver, _LOCAL, _Scope, _Unanalyzable
@@ -177,11 +177,23 @@ class _Analyzer(_PathReasoning, _Resolver):
         self.out.add(rule, getattr(node, "lineno", 1), message)
 
     def _ban_check(self, dotted: str | None, node: ast.AST, how: str) -> None:
-        if not dotted:
+        if not dotted or self._judged_tempfile(dotted, node, how):
             return
         hit = _match(dotted)
         if hit:
             self.add(hit[0], node, f"{how} {dotted}: {hit[1]}")
+
+    def _judged_tempfile(self, dotted: str, node: ast.AST, how: str) -> bool:
+        """The tempfile module and its functions that make a file or folder are judged where they are called
+        (by their dir=), not banned by name: imported, or called directly, they are not a finding here."""
+        if dotted == "tempfile":
+            return True
+        if dotted not in _TEMPFILE_DIR_ARG and dotted != "tempfile.gettempdir":
+            return False
+        if how == "imports":
+            return True
+        parent = getattr(node, "_sbp", None)
+        return type(parent) is ast.Call and parent.func is node
 
     # imports
 
@@ -448,6 +460,12 @@ class _Analyzer(_PathReasoning, _Resolver):
                     self._store(base[: -len(".__dict__")] + "." + (key or "<computed>"), node, value, verb)
                 elif base != "<globals>":
                     self._store(base + "[" + (repr(key) if key is not None else "...") + "]", node, value, verb)
+        elif func in _TEMPFILE_DIR_ARG:
+            where = self._arg(node, _TEMPFILE_DIR_ARG[func], "dir")
+            if where is None or _is_none(where):
+                self.add("PY-FILE-WRITE-OWN", node, f"{func}(): writes in the worker's TMPDIR (private to the sandbox)")
+            else:
+                self._file_access(node, where, write=True, what=f"{func}(dir=...)")
         elif func == "numpy.memmap":
             mode = self._arg(node, 2, "mode")
             mode_text = "r+" if mode is None else self.fold(mode)  # numpy's default mode is r+ (read-write)
@@ -992,6 +1010,10 @@ def _subscript_key(dotted: str) -> str | None:
     except (ValueError, SyntaxError):
         return None
     return key if isinstance(key, str) else None
+
+
+def _is_none(node: ast.AST) -> bool:
+    return type(node) is ast.Constant and node.value is None
 
 
 def _is_false(node: ast.AST | None) -> bool:
