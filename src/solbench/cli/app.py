@@ -123,11 +123,12 @@ def _trace_sink(output: Optional[Path], resume: bool) -> tuple[Any, set[tuple[st
 
 def _progress_line(trace: Any) -> None:
     from solbench.report.eval_tables import first_log_line
+    from solbench.report.units import format_ms
 
     evaluation = trace.evaluation
     latency = evaluation.performance.latency_ms if evaluation.performance and evaluation.performance.latency_ms is not None else None
-    detail = f"{latency:.4g} ms" if latency is not None else first_log_line(trace)[:160]
-    error_console.print(f"{trace.definition} / {trace.workload.uuid[:8]}: {evaluation.status.value}  {detail}")
+    detail = format_ms(latency) if latency is not None else first_log_line(trace)[:160]
+    error_console.print(f"{trace.definition} / {trace.workload.uuid[:8]}: {evaluation.status.value}  {detail}", markup=False)
 
 
 DeviceOption = Annotated[str, typer.Option(help="auto (cuda if available), cpu, cuda or cuda:N.")]

@@ -62,9 +62,9 @@ def sol(
             console.print(sol_table(pending))
             for result in pending:
                 for note in result.notes:
-                    console.print(f"[dim]{result.problem}/{result.workload[:8]}: {note}[/dim]")
+                    console.print(f"{result.problem}/{result.workload[:8]}: {note}", style="dim", markup=False)
                 if result.partial:
-                    console.print(f"[yellow]{result.problem}/{result.workload[:8]}: partial, no cost rule for {', '.join(result.uncovered_ops)}[/yellow]")
+                    console.print(f"{result.problem}/{result.workload[:8]}: partial, no cost rule for {', '.join(result.uncovered_ops)}", style="yellow", markup=False)
                 if explain:
                     console.print(explain_table(result))
         pending.clear()
@@ -133,16 +133,16 @@ def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: 
             found_checks = check_problem(problem, options, mine, modes, chosen, on_trace=_progress_line, in_process=not in_evaluator,
                                          compile_workloads=compiled_at)
         except Exception as exc:  # noqa: BLE001 - one problem that breaks must not stop the dataset
-            console.print(f"[red]{problem.name}: not checked: {type(exc).__name__}: {str(exc)[:300]}[/red]")
+            console.print(f"{problem.name}: not checked: {type(exc).__name__}: {str(exc)[:300]}", style="red", markup=False)
             broken += 1
             continue
         for check in found_checks:
             if check.self_check not in (None, "PASSED"):
-                console.print(f"[red]{problem.name}/{check.workload[:8]}: the reference does not match itself: {check.self_check}[/red]")
+                console.print(f"{problem.name}/{check.workload[:8]}: the reference does not match itself: {check.self_check}", style="red", markup=False)
             elif not as_json:
                 times = ", ".join(f"{name} {ms:.4g} ms" for name, ms in check.times_ms.items())
                 failed = "".join(f"; {name} {why}" for name, why in check.failures.items())
-                console.print(f"[dim]{problem.name}/{check.workload[:8]}: T_SOL {check.sol_ms or float('nan'):.4g} ms; {times}{failed}[/dim]")
+                console.print(f"{problem.name}/{check.workload[:8]}: T_SOL {check.sol_ms or float('nan'):.4g} ms; {times}{failed}", style="dim", markup=False)
             checks.append(check)
             if output is not None:
                 append_jsonl(output, check.to_json())
@@ -151,8 +151,8 @@ def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: 
             if check.violated:
                 workload = problem.workload(check.workload)
                 result = analyze(problem, workload, spec, policy_for(problem, policy))
-                console.print(f"[red]VIOLATION {problem.name}/{check.workload[:8]}: {check.fastest[0]} ran {check.fastest[1]:.4g} ms, "
-                              f"T_SOL {check.sol_ms:.4g} ms (ratio {check.ratio:.3f})[/red]")
+                console.print(f"VIOLATION {problem.name}/{check.workload[:8]}: {check.fastest[0]} ran {check.fastest[1]:.4g} ms, "
+                              f"T_SOL {check.sol_ms:.4g} ms (ratio {check.ratio:.3f})", style="red", markup=False)
                 console.print(explain_table(result))
     table = Table(title=f"fastest / T_SOL by op class ({spec.name if spec else 'unknown spec'})")
     for column in ("op class", "workloads", "median", "least"):

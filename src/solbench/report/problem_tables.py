@@ -26,7 +26,7 @@ def validation_table(results: list[Loaded]) -> Table:
             result = Text(f"valid ({len(loaded.warnings)} warning{'s' * (len(loaded.warnings) > 1)})", style="yellow")
         else:
             result = Text("valid", style="green")
-        table.add_row(str(loaded.path), loaded.kind, loaded.name or "", count, result)
+        table.add_row(Text(str(loaded.path)), Text(loaded.kind), Text(loaded.name or ""), count, result)
     return table
 
 
@@ -64,7 +64,7 @@ def problems_summary(problems: list[Problem]) -> Table:
         table.add_column(column, overflow="fold")
     for problem in problems:
         definition = problem.definition
-        table.add_row(
+        table.add_row(*_plain(
             definition.name,
             definition.op_type or "",
             definition.hf_id or "",
@@ -72,7 +72,7 @@ def problems_summary(problems: list[Problem]) -> Table:
             ", ".join(definition.inputs),
             ", ".join(definition.outputs),
             str(len(problem.workloads)),
-        )
+        ))
     return table
 
 
@@ -90,30 +90,35 @@ def problem_details(problem: Problem) -> Group:
         axes.add_column(column)
     for name, axis in definition.axes.items():
         value = str(axis.value) if isinstance(axis, ConstAxis) else axis.expression if isinstance(axis, ExprAxis) else "set per workload"
-        axes.add_row(name, axis.type, value)
+        axes.add_row(*_plain(name, axis.type, value))
     for constraint in definition.constraints:
-        axes.add_row("", "constraint", constraint)
+        axes.add_row(*_plain("", "constraint", constraint))
     tensors = Table(title="inputs and outputs")
     for column in ("", "name", "shape", "dtype", "distribution"):
         tensors.add_column(column, overflow="fold")
     for role, group in (("in", definition.inputs), ("out", definition.outputs)):
         for name, spec in group.items():
-            tensors.add_row(role, name, _shape(spec), spec.dtype.value, _distribution(spec))
+            tensors.add_row(*_plain(role, name), _shape(spec), *_plain(spec.dtype.value, _distribution(spec)))
     workloads = Table(title=f"workloads ({len(problem.workloads)})")
     for column in ("uuid", "axes", "inputs", "tolerance (atol / rtol / ratio)"):
         workloads.add_column(column, overflow="fold")
     for workload in problem.workloads:
         tolerance = workload.effective_tolerance
-        workloads.add_row(
+        workloads.add_row(*_plain(
             workload.uuid,
             " ".join(f"{k}={v}" for k, v in workload.axes.items()),
             _input_kinds(workload),
             f"{tolerance.max_atol:g} / {tolerance.max_rtol:g} / {tolerance.required_matched_ratio:g}",
-        )
+        ))
     if definition.axes:
         parts.append(axes)
     parts += [tensors, workloads]
     return Group(*parts)
+
+
+def _plain(*cells: str) -> list[Text]:
+    """Cells as Text: user text ("[num_tokens, hidden_size]", a path with brackets) is never read as rich markup."""
+    return [Text(cell) for cell in cells]
 
 
 def _shape(spec: TensorSpec) -> Text:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.table import Table
+from rich.text import Text
 
+from solbench.report.units import format_seconds
 from solbench.sol.analysis import SolResult
 from solbench.sol.hardware import HardwareSpec
 
@@ -24,40 +26,45 @@ def quantity(value: float, unit: str = "") -> str:
 
 
 def milliseconds(seconds: float) -> str:
-    ms = seconds * 1e3
-    return f"{ms:.4g}" if ms >= 0.001 else f"{ms:.3e}"
+    """A time given in seconds, in the unit that keeps it readable (kept for callers of the old name)."""
+    return format_seconds(seconds)
 
 
 def sol_table(results: list[SolResult]) -> Table:
     hardware = ", ".join(sorted({r.hardware for r in results}))
     policies = ", ".join(sorted({r.policy for r in results}))
-    table = Table(title=f"speed of light on {hardware} ({policies} precision)")
+    table = Table(title=Text(f"speed of light on {hardware} ({policies} precision)"))
     for column, justify in (("problem", "left"), ("workload", "left"), ("FLOPs by unit", "left"), ("bytes fused", "right"),
-                            ("unfused ms", "right"), ("fused ms", "right"), ("T_SOL ms", "right"), ("bottleneck", "left")):
+                            ("unfused", "right"), ("fused", "right"), ("T_SOL", "right"), ("bottleneck", "left")):
         table.add_column(column, justify=justify, overflow="fold")
     for result in results:
         units = ", ".join(f"{_SHORT_UNIT.get(u, u)} {quantity(f)}" for u, f in sorted(result.flops_by_unit.items(), key=lambda x: -x[1]) if f)
-        bottleneck = result.bottleneck + (" (partial)" if result.partial else "")
+        bottleneck = Text(result.bottleneck + (" (partial)" if result.partial else ""))
         table.add_row(
-            result.problem, result.workload, units or "0", quantity(result.bytes_fused, "B"),
+            Text(result.problem), Text(result.workload), units or "0", quantity(result.bytes_fused, "B"),
             milliseconds(result.t_unfused_s), milliseconds(result.t_fused_s), milliseconds(result.t_sol_s), bottleneck,
         )
     return table
 
 
 def explain_table(result: SolResult) -> Table:
-    table = Table(title=f"{result.problem} / {result.workload[:8]}: per-op breakdown (unfused)")
-    for column in ("#", "op", "einsum", "FLOPs", "read", "written", "ms"):
-        table.add_column(column, overflow="fold")
+    """The ops that cost something, numbered 1..n in graph order (views and free ops are left out)."""
+    table = Table(title=Text(f"{result.problem} / {result.workload[:8]}: per-op breakdown (unfused)"))
+    for column, justify in (("#", "right"), ("op", "left"), ("einsum", "left"), ("FLOPs", "left"), ("read", "right"), ("written", "right"),
+                            ("time", "right")):
+        table.add_column(column, justify=justify, overflow="fold")
+    number = 0
     for report in result.nodes:
         node, cost = report.node, report.cost
-        if cost is None:
-            table.add_row(str(node.index), node.op, "UNCOVERED: no cost rule", "?", "?", "?", "?", style="red")
-            continue
-        if not cost.flops and not cost.reads and not cost.writes:
+        if cost is not None and not cost.flops and not cost.reads and not cost.writes:
             continue  # views and free ops
+        number += 1
+        if cost is None:
+            table.add_row(str(number), Text(node.op), "UNCOVERED: no cost rule", "?", "?", "?", "?", style="red")
+            continue
         flops = ", ".join(f"{_SHORT_UNIT.get(u, u)} {quantity(f)}" for u, f in cost.flops.items() if f) or "0"
-        table.add_row(str(node.index), node.op, cost.einsum, flops, quantity(cost.bytes_read, "B"), quantity(cost.bytes_written, "B"), milliseconds(report.time_s))
+        table.add_row(str(number), Text(node.op), Text(cost.einsum or ""), flops, quantity(cost.bytes_read, "B"), quantity(cost.bytes_written, "B"),
+                      format_seconds(report.time_s))
     return table
 
 
@@ -67,15 +74,15 @@ def hardware_table(specs: list[tuple[str, HardwareSpec]]) -> Table:
         table.add_column(column, overflow="fold")
     for path, spec in specs:
         table.add_row(
-            spec.name, spec.vendor, spec.architecture, str(spec.sm_count), f"{spec.dram.bandwidth_tbps:g}",
+            Text(spec.name), Text(spec.vendor), Text(spec.architecture), str(spec.sm_count), f"{spec.dram.bandwidth_tbps:g}",
             f"{spec.peak_tflops.get('tensor_bf16', 0):g}", f"{spec.peak_tflops['vector_fp32']:g}",
-            f"{spec.on_chip_bytes / 1e6:.1f}", Path(path).name,
+            f"{spec.on_chip_bytes / 1e6:.1f}", Text(Path(path).name),
         )
     return table
 
 
 def hardware_details(spec: HardwareSpec) -> Table:
-    table = Table(title=f"{spec.name} ({spec.vendor} {spec.architecture}, {spec.sm_count} SMs at {spec.boost_clock_ghz} GHz)")
+    table = Table(title=Text(f"{spec.name} ({spec.vendor} {spec.architecture}, {spec.sm_count} SMs at {spec.boost_clock_ghz} GHz)"))
     for column in ("unit", "peak TFLOP/s", "strict: rate, method", "relaxed: rate, method"):
         table.add_column(column, overflow="fold")
     from solbench.sol.costs import UNITS

@@ -16,6 +16,7 @@ from solbench.data.loaders.flashinfer import flashinfer_files, is_flashinfer_roo
 from solbench.data.loaders.kernelbench import load_kernelbench_file, looks_like_kernelbench
 from solbench.data.loaders.loaded import Loaded
 from solbench.data.loaders.problem_folder import DEFINITION_FILE, WORKLOAD_FILE, load_problem_folder, write_problem_folder
+from solbench.data.loaders.source_files import read_source_files
 from solbench.data.loaders.solutions import definition_issue, entry_issues, solutions_beside
 from solbench.data.problem import Problem
 from solbench.data.solution import Solution
@@ -71,7 +72,11 @@ def load_problems(paths: Iterable[Path | str], *, synthesize_missing_blobs: bool
 
 def load_solution(path: Path | str) -> Solution:
     path = Path(path)
-    solution, issues = parse_model(Solution, read_json(path), path=path)
+    data = read_json(path)
+    missing = read_source_files(data, path)
+    if missing:
+        raise SpecError(missing)
+    solution, issues = parse_model(Solution, data, path=path)
     if solution is None:
         raise SpecError(issues)
     return solution
@@ -145,6 +150,8 @@ def _load_file(path: Path, synthesize: bool = False) -> Loaded:
         except SpecError as exc:
             return Loaded(path, "unknown", issues=exc.issues)
         if isinstance(data, dict) and ("spec" in data or "sources" in data):
+            if missing := read_source_files(data, path):
+                return Loaded(path, "solution", name=data.get("name") if isinstance(data.get("name"), str) else None, issues=missing)
             solution, issues = parse_model(Solution, data, path=path)
             name = solution.name if solution else None
             if solution is not None and (missing := entry_issues(solution, path)):
