@@ -1,0 +1,48 @@
+"""evaluate_jobs: the one entry point of solbench.exec; serial, a pool of lanes on this host, or Ray."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from solbench.data.trace import Trace
+from solbench.exec.collect import Collector
+from solbench.exec.jobs import Job, evaluate_job
+
+if TYPE_CHECKING:
+    from solbench.bench.orchestrator import EvalOptions
+
+EXECUTORS = ("serial", "pool", "ray")
+
+
+def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, *, executor: str = "serial", lanes: int | str | list[str] | None = None,
+                  address: str | None = None, on_trace: Callable[[Trace], None] | None = None, ordered: bool = False) -> list[Trace]:
+    """Evaluate every job; the traces in job order (within a job, in the evaluator's order).
+
+    executor: serial (here, one job after another), pool (lanes of this host: "all", N or GPU
+    indices such as ["0", "1"]; on a machine without a GPU, or with options.device cpu, N CPU lanes),
+    ray (tasks on the cluster at `address`, auto or HOST:PORT; none: a local Ray started here).
+    on_trace is called here, in this process, with each trace as it arrives (ordered=True: in job
+    order, so that a file it writes is the same whatever the executor). Statuses do not depend on
+    the executor: each job runs the same evaluator with the same options (the device aside)."""
+    jobs = list(jobs)
+    if executor not in EXECUTORS:
+        from solbench.exec.lanes import LaneError
+
+        raise LaneError(f"--executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
+    collector = Collector(len(jobs), on_trace, ordered)
+    if not jobs:
+        return []
+    if executor == "serial":
+        for index, job in enumerate(jobs):
+            evaluate_job(job, options, lambda trace, index=index: collector.add(index, trace))
+            collector.finish(index)
+    elif executor == "pool":
+        from solbench.exec.lanes import plan_lanes
+        from solbench.exec.pool import run_pool
+
+        run_pool(jobs, options, plan_lanes(lanes, options.device), collector)
+    else:
+        from solbench.exec.ray_executor import run_on_ray
+
+        run_on_ray(jobs, options, collector, address)
+    return collector.results()

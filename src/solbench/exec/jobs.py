@@ -1,0 +1,81 @@
+"""A job: one solution evaluated on one problem; the one function every executor runs for it."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from solbench.data.problem import Problem
+from solbench.data.solution import Solution
+from solbench.data.trace import Evaluation, Status, Trace
+from solbench.data.workload import Workload
+
+if TYPE_CHECKING:
+    from solbench.bench.orchestrator import EvalOptions
+
+STOPPED_FLAG = "evaluation-stopped"  # the evaluation raised: the harness, not the solution, stopped it
+LANE_DIED_FLAG = "lane-died"  # the process evaluating the job died twice
+
+
+@dataclass(frozen=True, eq=False)
+class Job:
+    """Evaluate `solution` on `problem`: the given workloads (None: all of them, plus hidden ones),
+    less those whose uuid is in `skip` (a resumed run)."""
+
+    problem: Problem
+    solution: Solution
+    workloads: list[Workload] | None = None
+    skip: frozenset[str] = field(default_factory=frozenset)
+
+    def remaining(self, done: Iterable[str]) -> list[Workload]:
+        """The published workloads not yet evaluated (hidden ones are drawn in the evaluation and unknown here)."""
+        excluded = set(self.skip) | set(done)
+        chosen = self.workloads if self.workloads is not None else self.problem.workloads
+        return [workload for workload in chosen if workload.uuid not in excluded]
+
+
+def evaluate_job(job: Job, options: EvalOptions, emit: Callable[[Trace], None], done: frozenset[str] = frozenset()) -> None:
+    """Evaluate one job, handing each trace to emit as it is known; `done`: workloads already
+    evaluated by an earlier attempt. An exception becomes a failed trace for each workload left,
+    so that one job's failure never stops the others, wherever the job runs."""
+    from solbench.bench.orchestrator import evaluate
+
+    seen = set(done)
+    if job.workloads is not None and not job.remaining(seen):
+        return  # nothing left (a resumed run): no workers to start
+
+    def on_trace(trace: Trace) -> None:
+        seen.add(trace.workload.uuid)
+        emit(trace)
+
+    try:
+        evaluate(job.problem, job.solution, options, workloads=job.workloads, skip=set(job.skip) | seen, on_trace=on_trace)
+    except Exception as exc:  # noqa: BLE001 - reported in the traces of the workloads it stopped
+        for trace in failure_traces(job, seen, f"evaluation stopped: {one_line(exc)}", STOPPED_FLAG):
+            emit(trace)
+
+
+def failure_traces(job: Job, done: Iterable[str], reason: str, flag: str) -> list[Trace]:
+    """A RUNTIME_ERROR trace, with this one-line reason, for every workload of the job not yet done."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return [Trace(definition=job.problem.name, workload=workload, solution=job.solution.name,
+                  evaluation=Evaluation(status=Status.RUNTIME_ERROR, log=reason, timestamp=stamp, flags=[flag]))
+            for workload in job.remaining(done)]
+
+
+def noting_lane(lane: str, emit: Callable[[Trace], None]) -> Callable[[Trace], None]:
+    """emit, with the lane that ran the job recorded in each trace's environment (an audit note:
+    where a job ran changes nothing else)."""
+
+    def emit_noted(trace: Trace) -> None:
+        if trace.evaluation is not None:
+            trace.evaluation.environment = {**(trace.evaluation.environment or {}), "lane": lane}
+        emit(trace)
+
+    return emit_noted
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
