@@ -71,6 +71,7 @@ from solbench.data.definition import TensorSpec
 from solbench.data.dtypes import DType
 from solbench.data.trace import Status
 from solbench.data.workload import Tolerance
+from solbench.bench.transfer import Unsupported
 
 __all__ = ["CHUNK", "Comparison", "compare_outputs", "decode_fp4", "merge"]
 
@@ -250,7 +251,8 @@ def _check_structure(name: str, spec: TensorSpec, value: Any, reference: Any) ->
             return _failure(Status.INCORRECT_DTYPE, name, f"output '{name}' is a Python {type(value).__name__}, declared {declared.value}")
         return None
     if not isinstance(value, torch.Tensor):
-        return _failure(Status.INCORRECT_SHAPE, name, f"output '{name}' is a {type(value).__name__}, not a tensor")
+        what = value.type_name if isinstance(value, Unsupported) else type(value).__name__  # a type that could not cross from the worker
+        return _failure(Status.INCORRECT_SHAPE, name, f"output '{name}' is a {what}, not a tensor")
     why = _not_plain(value)
     if why:
         return _failure(Status.INCORRECT_DTYPE, name, f"output '{name}' is {why}, not a plain tensor")

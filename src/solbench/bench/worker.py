@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time as clock
 import traceback
 import uuid
 from pathlib import Path
@@ -26,6 +27,11 @@ from typing import Any, Callable
 from solbench.bench.builders import build
 from solbench.bench.integrity import Snapshot, precision_state
 from solbench.bench.ipc import export_cuda, probe_tensor
+from solbench.bench.memory import device_memory, memory_failure
+from solbench.bench.messages import (
+    BuildAnswer, BuildRequest, ExpectAnswer, ExpectRequest, HelloAnswer, HelloRequest, LoadProblemAnswer, LoadProblemRequest,
+    MalformedMessage, OutputSpec, PrepareRequest, Request, RunAnswer, RunRequest, TimeAnswer, TimeRequest, parse_request, to_wire,
+)
 from solbench.bench.precision import oracle_arguments
 from solbench.bench.protocol import Channel, ChannelClosed
 from solbench.bench.shm import write_blob
@@ -35,7 +41,6 @@ from solbench.data.inputs import generate_inputs
 from solbench.data.problem import Problem
 from solbench.data.reference import reference_module
 from solbench.data.solution import Solution
-from solbench.data.workload import Workload
 
 ERROR_TAIL = 4000
 UNJOINED_SLACK_MS = 0.05  # beyond the error of CUPTI's GPU-to-host timestamp conversion
@@ -71,6 +76,7 @@ class Worker:
             torch.cuda.set_device(device)
             torch.empty(1, device=device)  # create the context now, not inside a timed call
         self.initial_precision = precision_state()
+        self.startup_cudnn_tf32 = torch.backends.cudnn.allow_tf32  # a reference worker serves several problems: each starts from this
         self.snapshot: Snapshot | None = None
 
     def seal(self) -> None:
@@ -79,84 +85,105 @@ class Worker:
 
     # --- requests ------------------------------------------------------------------------------
 
-    def hello(self, request: dict[str, Any]) -> dict[str, Any]:
+    def hello(self, request: HelloRequest) -> HelloAnswer:
         torch = self.torch
         name = torch.cuda.get_device_name(torch.device(self.device)) if self.device.startswith("cuda") else "cpu"
-        answer = {"pid": os.getpid(), "device": self.device, "device_name": name, "torch": torch.__version__}
-        if request.get("ipc_probe") and self.device.startswith("cuda"):  # can the orchestrator map this process's memory?
-            answer["ipc_probe"] = self._describe(probe_tensor(self.device), "", {**request, "ipc": True})
-        return answer
+        probe = None
+        if request.ipc_probe and self.device.startswith("cuda"):  # can the orchestrator map this process's memory?
+            probe = self._describe(probe_tensor(self.device), "", request.model_copy(update={"ipc": True}))
+        return HelloAnswer(pid=os.getpid(), device=self.device, device_name=name, torch=torch.__version__, ipc_probe=probe,
+                           memory=device_memory(self.device))
 
-    def load_problem(self, request: dict[str, Any]) -> dict[str, Any]:
-        definition = Definition.model_validate(request["definition"])
-        root = Path(request["root"]) if request.get("root") else None
-        self.problem = Problem(definition, [], root, kind=request.get("kind", "problem"), input_profile=request.get("input_profile"),
-                               synthesize_missing_blobs=bool(request.get("synthesize_missing_blobs")))
+    def load_problem(self, request: LoadProblemRequest) -> LoadProblemAnswer:
+        definition = Definition.model_validate(request.definition)
+        root = Path(request.root) if request.root else None
+        self.problem = Problem(definition, [], root, kind=request.kind, input_profile=request.input_profile,
+                               synthesize_missing_blobs=request.synthesize_missing_blobs)
         if self.role == "reference":
             self.function = reference_module(definition).run
-        if request.get("policy") == "strict":
+        if request.policy == "strict":
             # cuDNN convolutions default to TF32: under strict, fp32 means fp32 for the reference and
             # for a solution's library calls alike (a solution that turns it back on is flagged)
             self.torch.backends.cudnn.allow_tf32 = False
+        else:
+            self.torch.backends.cudnn.allow_tf32 = self.startup_cudnn_tf32
         self.initial_precision = precision_state()
-        return {"precision": self.initial_precision}
+        return LoadProblemAnswer(precision=self.initial_precision)
 
-    def build(self, request: dict[str, Any]) -> dict[str, Any]:
+    def build(self, request: BuildRequest) -> BuildAnswer:
         if self.role != "solution":
             raise PermissionError("only a solution worker builds solutions")
-        solution = Solution.model_validate(request["solution"])
-        built = build(solution, cache_root=Path(request["cache_root"]), device=self.device)
+        solution = Solution.model_validate(request.solution)
+        built = build(solution, cache_root=Path(request.cache_root), device=self.device)
         self.function = built.function
-        return {"cached": built.cached, "log": built.log[-ERROR_TAIL:], "build_dir": str(built.build_dir)}
+        return BuildAnswer(cached=built.cached, log=built.log[-ERROR_TAIL:], build_dir=str(built.build_dir))
 
-    def prepare(self, request: dict[str, Any]) -> dict[str, Any]:
+    def prepare(self, request: PrepareRequest) -> ExpectAnswer:
         """Generates the inputs of one trial (kept privately when asked, for `expect`) and, if asked,
         computes the reference's outputs for them."""
         self._require_reference()
-        arguments = self._inputs(Workload.model_validate(request["workload"]), request["seed"], request["trial"])
-        if request.get("keep"):  # nobody else holds them: kept as they are
-            self.kept_inputs[request["group"]] = arguments
-        return self._expected(arguments, request) if request.get("reference") else {}
+        started = clock.perf_counter()
+        try:
+            arguments = self._inputs(request.workload, request.seed, request.trial)
+        except Exception as exc:
+            described = memory_failure(exc, self.device)
+            if described is None:
+                raise
+            self._free_memory()
+            raise ReferenceOutOfMemory(f"the reference worker ran out of memory generating the inputs: {described}", None) from None
+        inputs_s = clock.perf_counter() - started
+        if request.keep:  # nobody else holds them: kept as they are
+            self.kept_inputs[str(request.group)] = arguments
+        if not request.reference:
+            return ExpectAnswer(seconds={"inputs": inputs_s})
+        answer = self._expected(arguments, request.paths, request.oracle, request)
+        return answer.model_copy(update={"seconds": {**answer.seconds, "inputs": inputs_s}})
 
-    def expect(self, request: dict[str, Any]) -> dict[str, Any]:
+    def expect(self, request: ExpectRequest) -> ExpectAnswer:
         """The reference's outputs (and the fp64 oracle's, when asked) for inputs kept by `prepare`:
-        computed only after the solution has answered, so they exist nowhere while it runs."""
+        computed only after the solution has answered, so they exist nowhere while it runs. The
+        inputs are dropped only once the outputs exist (a retry after running out of memory reuses them)."""
         self._require_reference()
-        arguments = self.kept_inputs.pop(request["group"], None)
+        arguments = self.kept_inputs.get(str(request.group))
         if arguments is None:
-            raise RuntimeError(f"no inputs kept for group {request['group']!r}")
-        return self._expected(arguments, request)
+            raise RuntimeError(f"no inputs kept for group {request.group!r}")
+        try:
+            answer = self._expected(arguments, request.paths, request.oracle, request)
+        except ReferenceOutOfMemory as exc:
+            if exc.pristine is not None:  # the inputs as they were before the reference may have changed them in place
+                self.kept_inputs[str(request.group)] = exc.pristine
+            raise
+        self.kept_inputs.pop(str(request.group), None)
+        return answer
 
-    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+    def run(self, request: RunRequest) -> RunAnswer:
         """One correctness call on inputs generated here from the request's seed and trial (as the
         reference generates its own, and as timed calls are fed); the outputs (poisoned first when
         preallocated) go to blobs. With `repeat`, the call is made twice on equal inputs and the
         second is judged."""
-        self._ensure_timer(request)
-        if self.gate is not None and request.get("repeat"):  # a workload's first trial: its kernels load now
+        self._ensure_timer(request.timer, request.launch_gate)
+        if self.gate is not None and request.repeat:  # a workload's first trial: its kernels load now
             self.gate.prime()
-        arguments = self._inputs(Workload.model_validate(request["workload"]), request["seed"], request["trial"])
+        arguments = self._inputs(request.workload, request.seed, request.trial)
         pristine = [self._fresh(value) for value in arguments]
         results, allocated = self._checked_call(arguments, request)
-        if request.get("repeat"):
+        if request.repeat:
             again = [self._fresh(value) for value in pristine]
             second, allocated = self._checked_call(again, request)
             _reject_reused_outputs(results, second)
             results, arguments = second, again
         devices = {name: str(value.device) if isinstance(value, self.torch.Tensor) else None for name, value in results.items()}
-        described = {name: self._describe(value, request["paths"][name], request) for name, value in results.items() if name in request["paths"]}
-        return {"outputs": described, "devices": devices, "returned": list(results), "aliased_outputs": self._aliased(results, arguments),
-                "modified_inputs": self._modified(arguments, pristine)}
+        described = {name: self._describe(value, request.paths[name], request) for name, value in results.items() if name in request.paths}
+        return RunAnswer(outputs=described, devices=devices, returned=list(results), aliased_outputs=self._aliased(results, arguments),
+                         modified_inputs=self._modified(arguments, pristine))
 
-    def time(self, request: dict[str, Any]) -> dict[str, Any]:
+    def time(self, request: TimeRequest) -> TimeAnswer:
         """Times the callable on fresh inputs for every call (generated here from the request's seed,
         one trial number per call), and hands back the outputs of the calls listed in `check` and of
         the last call, to be compared with the reference's outputs for the same trial numbers."""
-        self._ensure_timer(request)
-        workload = Workload.model_validate(request["workload"])
-        dps = request["dps"]
-        check = {int(index) for index in request.get("check", [])}
-        seed = int(request["seed"])
+        self._ensure_timer(request.timer, request.launch_gate)
+        workload, dps, seed = request.workload, request.dps, request.seed
+        check = set(request.check)
         state: dict[str, Any] = {"index": -1, "results": None, "arguments": None, "allocated": None}
         kept: dict[int, dict[str, Any]] = {}
         aliased: set[str] = set()
@@ -166,6 +193,7 @@ class Worker:
             if state["index"] >= 0:
                 self._reject_unjoined_work()
             if state["index"] in check and state["results"] is not None:
+                _admit_outputs(state["results"])
                 self._reject_bad_outputs(state["results"], state["allocated"])
                 aliased.update(self._aliased(state["results"], state["arguments"]))
                 kept[state["index"]] = state["results"]
@@ -174,7 +202,7 @@ class Worker:
             keep_finished_call()
             state["index"] += 1
             arguments = self._inputs(workload, seed, state["index"])
-            outputs = self._allocate_outputs(request["outputs"]) if dps else None
+            outputs = self._allocate_outputs(request.outputs) if dps else None
             state.update(results=None, arguments=arguments, allocated=_pointers(outputs))
 
             def call() -> None:
@@ -183,9 +211,8 @@ class Worker:
             return call
 
         samples = measure(
-            prepare, self.timer, self.flusher, warmup=request.get("warmup", 3), min_iterations=request.get("min_iterations", 20),
-            max_iterations=request.get("max_iterations", 1000), budget_s=request.get("budget_s", 10.0),
-            target_spread=request.get("target_spread", 0.02), gate=self.gate,
+            prepare, self.timer, self.flusher, warmup=request.warmup, min_iterations=request.min_iterations,
+            max_iterations=request.max_iterations, budget_s=request.budget_s, target_spread=request.target_spread, gate=self.gate,
         )
         check.add(state["index"])  # the last call is always checked
         keep_finished_call()
@@ -193,26 +220,26 @@ class Worker:
         checked = {}
         for index, results in sorted(kept.items()):
             checked[str(index)] = {
-                name: self._describe(value, os.path.join(request["blob_dir"], f"chk-{index}-{name}-{uuid.uuid4().hex[:8]}.bin"), request)
+                name: self._describe(value, os.path.join(request.blob_dir, f"chk-{index}-{name}-{uuid.uuid4().hex[:8]}.bin"), request)
                 for name, value in results.items()
             }
-        return {"times_ms": samples.times_ms, "method": samples.method, "notes": self.notes + samples.notes, "checked": checked,
-                "calls": state["index"] + 1, "aliased_outputs": sorted(aliased)}
+        return TimeAnswer(times_ms=samples.times_ms, method=samples.method, notes=self.notes + samples.notes, checked=checked,
+                          calls=state["index"] + 1, aliased_outputs=sorted(aliased))
 
     # --- the call and its checks -----------------------------------------------------------------
 
-    def _ensure_timer(self, request: dict[str, Any]) -> None:
+    def _ensure_timer(self, timer: str, launch_gate: bool) -> None:
         if self.timer is None:
-            self.timer, self.notes = make_timer(self.device, request.get("timer", "auto"))
+            self.timer, self.notes = make_timer(self.device, timer)
             self.flusher = CacheFlusher(self.device)
-            if self.device.startswith("cuda") and request.get("launch_gate"):
+            if self.device.startswith("cuda") and launch_gate:
                 self.gate, note = make_gate(self.device)
                 self.notes += [note] if note else []
 
-    def _checked_call(self, arguments: list[Any], request: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    def _checked_call(self, arguments: list[Any], request: RunRequest) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """A correctness call, made exactly as a timed call is (flush, timer), then checked."""
-        dps = request["dps"]
-        outputs = self._allocate_outputs(request["outputs"]) if dps else None
+        dps = request.dps
+        outputs = self._allocate_outputs(request.outputs) if dps else None
         allocated = _pointers(outputs)
         holder: dict[str, Any] = {}
 
@@ -224,6 +251,7 @@ class Worker:
         self.timer.measure(call, self.gate)
         self._synchronize()
         self._reject_unjoined_work()
+        _admit_outputs(holder["results"])
         self._reject_bad_outputs(holder["results"], allocated)
         return holder["results"], allocated
 
@@ -265,32 +293,45 @@ class Worker:
         return [names[position] if position < len(names) else str(position) for position, (value, original) in enumerate(zip(arguments, pristine))
                 if isinstance(value, self.torch.Tensor) and not _same_bits(value, original)]
 
-    def _expected(self, arguments: list[Any], request: dict[str, Any]) -> dict[str, Any]:
-        paths = request["paths"]
-        pristine = [self._fresh(value) for value in arguments]
-        with self.torch.enable_grad():  # backward problems differentiate inside run (torch.autograd.grad); inputs need no grad
-            results = self._outputs_of(self.function(*arguments))
-            behaviour = {"aliased_outputs": self._aliased(results, arguments), "modified_inputs": self._modified(arguments, pristine)}
-            arguments = pristine
-            oracle = None
-            if request.get("oracle") and (short := self._short_of_memory_for_oracle(arguments, results)):
-                oracle = short
-            elif request.get("oracle"):
-                try:
-                    oracle = self._outputs_of(self.function(*oracle_arguments(arguments)))
-                except Exception as exc:  # noqa: BLE001 - a reference that cannot run in fp64: no oracle, and say why
-                    oracle = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        self._synchronize()
-        answer: dict[str, Any] = {"outputs": {name: self._describe(value, paths[f"out:{name}"], request) for name, value in results.items()}, **behaviour}
-        if isinstance(oracle, dict):
-            answer["oracle"] = {name: self._describe(value, paths[f"out:{name}"] + ".oracle.bin", request) for name, value in oracle.items()}
-        elif oracle is not None:
-            answer["oracle_error"] = oracle
-        return answer
+    def _expected(self, arguments: list[Any], paths: dict[str, str], want_oracle: bool, request: Request) -> ExpectAnswer:
+        """The reference's outputs for `arguments` (left unchanged: a retry can reuse them). Running
+        out of memory is reported as such (ReferenceOutOfMemory), with the sizes."""
+        started = clock.perf_counter()
+        pristine: list[Any] | None = None
+        calls = arguments
+        oracle_s = 0.0
+        try:
+            pristine = [self._fresh(value) for value in arguments]
+            with self.torch.enable_grad():  # backward problems differentiate inside run (torch.autograd.grad); inputs need no grad
+                results = self._outputs_of(self.function(*calls))
+                behaviour = {"aliased_outputs": self._aliased(results, calls), "modified_inputs": self._modified(calls, pristine)}
+                self._synchronize()
+                oracle_started = clock.perf_counter()
+                oracle = None
+                if want_oracle and (short := self._short_of_memory_for_oracle(pristine, results)):
+                    oracle = short
+                elif want_oracle:
+                    try:
+                        oracle = self._outputs_of(self.function(*oracle_arguments(pristine)))
+                    except Exception as exc:  # noqa: BLE001 - a reference that cannot run in fp64: no oracle, and say why
+                        oracle = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                self._synchronize()
+                oracle_s = clock.perf_counter() - oracle_started if want_oracle else 0.0
+        except Exception as exc:
+            described = memory_failure(exc, self.device)
+            if described is not None:
+                calls = results = None  # noqa: F841 - what the failed call left, freed before the orchestrator retries
+                self._free_memory()
+                raise ReferenceOutOfMemory(f"the reference ran out of memory: {described}", pristine) from None
+            raise
+        outputs = {name: self._describe(value, paths[f"out:{name}"], request) for name, value in results.items()}
+        oracles = {name: self._describe(value, paths[f"out:{name}"] + ".oracle.bin", request) for name, value in oracle.items()} if isinstance(oracle, dict) else None
+        seconds = {"reference": clock.perf_counter() - started - oracle_s, "oracle": oracle_s}
+        return ExpectAnswer(outputs=outputs, oracle=oracles, oracle_error=oracle if isinstance(oracle, str) else None, seconds=seconds, **behaviour)
 
     # --- helpers -------------------------------------------------------------------------------
 
-    def _inputs(self, workload: Workload, seed: Any, trial: Any) -> list[Any]:
+    def _inputs(self, workload: Any, seed: int, trial: int) -> list[Any]:
         """A call's inputs in the definition's order, generated here (the same in both workers)."""
         return list(generate_inputs(self.problem, workload, seed=int(seed), trial=int(trial), device=self.device).values())
 
@@ -320,33 +361,40 @@ class Worker:
             raise _WrongOutputs(f"returned {len(values)} value(s); the definition declares {len(names)} output(s) ({', '.join(names)})")
         return dict(zip(names, values))
 
-    def _describe(self, value: Any, path: str, request: dict[str, Any]) -> Any:
+    def _describe(self, value: Any, path: str, request: Request) -> Any:
         """A tensor for another process: shared in place on the GPU when asked (kept alive until its
         group is released), else copied into a memory-mapped file."""
-        group = request.get("group")
-        if group is not None and request.get("ipc") and isinstance(value, self.torch.Tensor) and value.is_cuda:
+        group = request.group
+        if group is not None and request.ipc and isinstance(value, self.torch.Tensor) and value.is_cuda:
             value = value.detach()
             self.exports.setdefault(group, []).append(value)
             return export_cuda(value)
         return _describe(value, path)
 
-    def release(self, groups: list[Any]) -> None:
-        for group in groups or []:
+    def release(self, groups: list[str]) -> None:
+        for group in groups:
             self.exports.pop(group, None)
             self.kept_inputs.pop(group, None)
 
     def _fresh(self, value: Any) -> Any:
         return value.clone() if isinstance(value, self.torch.Tensor) else value
 
-    def _allocate_outputs(self, specs: dict[str, Any]) -> dict[str, Any]:
+    def _allocate_outputs(self, specs: dict[str, OutputSpec]) -> dict[str, Any]:
         torch = self.torch
         outputs = {}
         for name, spec in specs.items():
-            dtype = getattr(torch, spec["dtype"])
-            tensor = torch.empty(spec["shape"], dtype=dtype, device=self.device)
+            dtype = getattr(torch, spec.dtype)
+            tensor = torch.empty(spec.shape, dtype=dtype, device=self.device)
             _poison(tensor)
             outputs[name] = tensor
         return outputs
+
+    def _free_memory(self) -> None:
+        import gc
+
+        gc.collect()
+        if self.device.startswith("cuda"):
+            self.torch.cuda.empty_cache()
 
     def _synchronize(self) -> None:
         if self.device.startswith("cuda"):
@@ -358,7 +406,47 @@ class Worker:
 
 
 class _WrongOutputs(Exception):
-    """The solution returned another number of values than the definition has outputs."""
+    """The solution's outputs are not what any check can take: another number of values than the
+    definition has outputs, or a tensor that is no plain dense one (one line: which output, what it is)."""
+
+
+class ReferenceOutOfMemory(Exception):
+    """The reference ran out of memory (the message has the sizes): the orchestrator frees and retries once."""
+
+    def __init__(self, message: str, pristine: list[Any] | None):
+        super().__init__(message)
+        self.pristine = pristine
+
+
+def _admit_outputs(results: dict[str, Any]) -> None:
+    """Outputs the worker's own checks can take: a plain dense tensor on a real device, or anything
+    else that is no tensor (judged by the comparison). Run before any check touches their memory."""
+    import torch
+
+    for name, value in results.items():
+        if not isinstance(value, torch.Tensor):
+            continue
+        try:
+            what = _odd_tensor(value)
+        except Exception as exc:  # noqa: BLE001 - a tensor that cannot even say what it is
+            what = f"a tensor that cannot be inspected ({type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]})"
+        if what:
+            raise _WrongOutputs(f"output {name!r} is {what}; outputs are plain dense (strided) tensors")
+
+
+def _odd_tensor(value: Any) -> str | None:
+    import torch
+
+    if value.is_nested:
+        return "a nested tensor"
+    if value.layout != torch.strided:
+        return f"a tensor of layout {value.layout} (e.g. sparse)"
+    if value.is_quantized:
+        return f"a quantized tensor ({value.dtype})"
+    if value.device.type == "meta":
+        return "a meta tensor (no data)"
+    value.untyped_storage()  # raises for tensors without storage (functional, fake)
+    return None
 
 
 def _pointers(outputs: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -441,6 +529,10 @@ def _failure(exc: BaseException) -> dict[str, Any]:
         return {"ok": False, "kind": "reward_hack", "rule": exc.rule, "error": str(exc)}
     if isinstance(exc, _WrongOutputs):
         return {"ok": False, "kind": "outputs", "error": str(exc)}
+    if isinstance(exc, ReferenceOutOfMemory):
+        return {"ok": False, "kind": "memory", "error": str(exc)}
+    if isinstance(exc, MalformedMessage):
+        return {"ok": False, "kind": "protocol", "error": str(exc)}
     kind = "compile" if type(exc).__name__ == "BuildError" else "runtime"
     detail = "".join(traceback.format_exception(exc))[-ERROR_TAIL:] if kind == "runtime" else str(exc)[-20000:]
     summary = (str(exc).strip().splitlines() or [""])[0]
@@ -459,13 +551,14 @@ def serve(channel: Channel, worker: Worker) -> None:
         if command == "exit":
             channel.send({"ok": True, "nonce": nonce})
             return
-        worker.release(request.get("release"))
         handler = handlers.get(command)
         if handler is None:
             channel.send({"ok": False, "kind": "protocol", "error": f"unknown command {command!r}", "nonce": nonce})
             continue
         try:
-            answer = {"ok": True, **handler(request)}
+            parsed = parse_request(str(command), request)
+            worker.release(parsed.release)
+            answer = {"ok": True, **to_wire(handler(parsed))}
         except Exception as exc:  # noqa: BLE001 - the solution may raise anything; report it
             answer = _failure(exc)
         if worker.role == "solution" and command in SOLUTION_STEPS:

@@ -51,6 +51,7 @@ class Evaluation(SpecModel):
     log: str = ""
     timestamp: str | None = None
     flags: list[str] | None = None  # findings that are no status of their own, e.g. "shape-generality"
+    phases: dict[str, float] | None = None  # seconds per evaluation phase (solbench.bench.phases.PHASES); start and build: the run's, in its first trace
 
 
 class Trace(SpecModel):

@@ -1,0 +1,72 @@
+"""Running out of memory, told apart from other failures and described with its sizes."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# What torch's allocators say when an allocation fails (CUDA caching allocator, CPU allocator).
+_OOM_PATTERNS = ("out of memory", "can't allocate memory", "cannot allocate memory", "not enough memory")
+_REQUEST_PATTERNS = (
+    re.compile(r"[Tt]ried to allocate ([\d.]+ ?[KMGT]?i?B)"),
+    re.compile(r"you tried to allocate (\d+) bytes"),
+)
+
+
+def memory_failure(exc: BaseException, device: str) -> str | None:
+    """A one-line description of an out-of-memory failure (what was being allocated, the device's
+    free and total memory where known); None when `exc` is not one."""
+    import torch
+
+    message = str(exc)
+    is_oom = isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or (
+        isinstance(exc, RuntimeError) and any(pattern in message.lower() for pattern in _OOM_PATTERNS))
+    if not is_oom:
+        return None
+    parts = [type(exc).__name__]
+    requested = _requested(message)
+    if requested:
+        parts.append(f"allocating {requested}")
+    memory = device_memory(device)
+    if memory is not None:
+        free, total = memory
+        parts.append(f"{'device' if device.startswith('cuda') else 'host'} memory {_gib(free)} free of {_gib(total)}")
+    return "; ".join(parts)
+
+
+def device_memory(device: str) -> tuple[int, int] | None:
+    """Free and total bytes of the device (the host's memory for the CPU); None where unknown."""
+    try:
+        if device.startswith("cuda"):
+            import torch
+
+            free, total = torch.cuda.mem_get_info(torch.device(device))
+            return int(free), int(total)
+        return _host_memory()
+    except Exception:  # noqa: BLE001 - the sizes are a courtesy: unknown is fine
+        return None
+
+
+def _host_memory() -> tuple[int, int] | None:
+    fields: dict[str, int] = {}
+    with open("/proc/meminfo") as handle:
+        for line in handle:
+            name, _, value = line.partition(":")
+            if name in ("MemAvailable", "MemTotal"):
+                fields[name] = int(value.split()[0]) * 1024
+    if len(fields) != 2:
+        return None
+    return fields["MemAvailable"], fields["MemTotal"]
+
+
+def _requested(message: str) -> str | None:
+    for pattern in _REQUEST_PATTERNS:
+        found = pattern.search(message)
+        if found:
+            text = found.group(1)
+            return _gib(int(text)) if text.isdigit() else text
+    return None
+
+
+def _gib(count: Any) -> str:
+    return f"{count / 2**30:.2f} GiB"

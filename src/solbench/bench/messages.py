@@ -1,0 +1,195 @@
+"""The worker protocol's messages: one typed request and one typed answer per command.
+
+Both sides validate on receipt, here and only here: the worker parses each request before its
+handler runs (`parse_request`), the orchestrator parses each answer before anything reads it
+(`parse_answer`). Tensors cross as descriptions (`Described`: a blob file, a CUDA IPC handle, a
+scalar or the name of an unsupported type) that are checked again where they are mapped
+(solbench.bench.shm, solbench.bench.ipc).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from solbench.data.workload import Workload
+
+Described = dict[str, Any]  # a blob, CUDA IPC, scalar or unsupported-type description (checked where it is mapped)
+Seconds = dict[str, float]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- requests --------------------------------------------------------------------------------------
+
+
+class Request(Message):
+    """What every request may carry: shared tensors the worker may now free, and how tensors cross."""
+
+    release: list[str] = Field(default_factory=list)
+    ipc: bool = False
+    group: str | None = None
+
+
+class HelloRequest(Request):
+    ipc_probe: bool = False
+
+
+class LoadProblemRequest(Request):
+    definition: dict[str, Any]
+    root: str | None = None
+    kind: str = "problem"
+    policy: str = "auto"
+    input_profile: str | None = None
+    synthesize_missing_blobs: bool = False
+
+
+class BuildRequest(Request):
+    solution: dict[str, Any]
+    cache_root: str
+
+
+class PrepareRequest(Request):
+    workload: Workload
+    seed: int
+    trial: int
+    reference: bool = False  # compute the reference's outputs now (timed calls' checks)
+    keep: bool = False  # keep the inputs for a later `expect` of the same group
+    oracle: bool = False
+    paths: dict[str, str] = Field(default_factory=dict)
+
+
+class ExpectRequest(Request):
+    oracle: bool = False
+    paths: dict[str, str]
+
+
+class OutputSpec(Message):
+    shape: list[int]
+    dtype: str
+
+
+class RunRequest(Request):
+    workload: Workload
+    seed: int
+    trial: int
+    outputs: dict[str, OutputSpec]
+    dps: bool
+    paths: dict[str, str]
+    repeat: bool = False
+    timer: str = "auto"
+    launch_gate: bool = False
+
+
+class TimeRequest(Request):
+    workload: Workload
+    seed: int
+    dps: bool
+    check: list[int] = Field(default_factory=list)
+    outputs: dict[str, OutputSpec]
+    blob_dir: str
+    warmup: int = 3
+    min_iterations: int = 20
+    max_iterations: int = 1000
+    budget_s: float = 10.0
+    target_spread: float = 0.02
+    timer: str = "auto"
+    launch_gate: bool = False
+
+
+# --- answers ---------------------------------------------------------------------------------------
+
+
+class Answer(Message):
+    precision_changes: dict[str, Any] = Field(default_factory=dict)  # added by a solution worker after steps that ran solution code
+
+
+class HelloAnswer(Answer):
+    pid: int
+    device: str
+    device_name: str
+    torch: str
+    ipc_probe: Described | None = None
+    memory: tuple[int, int] | None = None  # the device's free and total bytes at start (CUDA)
+
+
+class LoadProblemAnswer(Answer):
+    precision: dict[str, Any] = Field(default_factory=dict)
+
+
+class BuildAnswer(Answer):
+    cached: bool
+    log: str = ""
+    build_dir: str
+
+
+class ExpectAnswer(Answer):
+    """The reference's outputs for one trial (and the fp64 oracle's when asked), with what the
+    reference itself does to memory (aliasing outputs, inputs changed in place: allowed to a solution too)."""
+
+    outputs: dict[str, Described] = Field(default_factory=dict)
+    aliased_outputs: list[str] = Field(default_factory=list)
+    modified_inputs: list[str] = Field(default_factory=list)
+    oracle: dict[str, Described] | None = None
+    oracle_error: str | None = None
+    seconds: Seconds = Field(default_factory=dict)  # the reference's own phases: inputs, reference, oracle
+
+
+class RunAnswer(Answer):
+    outputs: dict[str, Described]
+    devices: dict[str, str | None]
+    returned: list[str]
+    aliased_outputs: list[str] = Field(default_factory=list)
+    modified_inputs: list[str] = Field(default_factory=list)
+
+
+class TimeAnswer(Answer):
+    times_ms: list[float] = Field(min_length=1)
+    method: str
+    notes: list[str] = Field(default_factory=list)
+    checked: dict[str, dict[str, Described]]
+    calls: int = Field(ge=1)
+    aliased_outputs: list[str] = Field(default_factory=list)
+
+
+REQUESTS: dict[str, type[Request]] = {
+    "hello": HelloRequest, "load_problem": LoadProblemRequest, "build": BuildRequest, "prepare": PrepareRequest,
+    "expect": ExpectRequest, "run": RunRequest, "time": TimeRequest,
+}
+ANSWERS: dict[str, type[Answer]] = {
+    "hello": HelloAnswer, "load_problem": LoadProblemAnswer, "build": BuildAnswer, "prepare": ExpectAnswer,
+    "expect": ExpectAnswer, "run": RunAnswer, "time": TimeAnswer,
+}
+ENVELOPE = ("cmd", "nonce", "ok")
+
+
+class MalformedMessage(ValueError):
+    """A message that is not what its command's model says (one line: the command and the first bad field)."""
+
+
+def parse_request(command: str, message: dict[str, Any]) -> Request:
+    return _parse(REQUESTS, command, message, "request")
+
+
+def parse_answer(command: str, message: dict[str, Any]) -> Answer:
+    return _parse(ANSWERS, command, message, "answer")
+
+
+def _parse(models: dict[str, type[Message]], command: str, message: dict[str, Any], what: str) -> Any:
+    model = models.get(command)
+    if model is None:
+        raise MalformedMessage(f"unknown command {command!r}")
+    try:
+        return model.model_validate({key: value for key, value in message.items() if key not in ENVELOPE})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "(message)"
+        raise MalformedMessage(f"{command} {what}: {where}: {error['msg']}") from None
+
+
+def to_wire(message: Message) -> dict[str, Any]:
+    """A message as the JSON object that goes on the channel."""
+    return message.model_dump(mode="json", by_alias=True, exclude_unset=True)

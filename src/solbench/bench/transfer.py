@@ -1,0 +1,32 @@
+"""Outputs as the orchestrator receives them: described by a worker, loaded here as our own tensors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solbench.bench.ipc import import_cuda
+from solbench.bench.shm import Session, read_blob
+
+
+class Unsupported:
+    """An output of a type that cannot cross (the comparison reports it as a wrong output)."""
+
+    def __init__(self, type_name: str):
+        self.type_name = type_name
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}>"
+
+
+def load_output(description: Any, session: Session, device: str, trusted: bool = False) -> Any:
+    """An output as a tensor on the evaluation's device (comparisons of large outputs are much
+    faster there), whichever way it crossed from the worker: our own copy, unless it comes from the
+    (trusted) reference worker by CUDA IPC, which keeps it unchanged until we release it."""
+    if isinstance(description, dict) and "scalar" in description:
+        return description["scalar"]
+    if isinstance(description, dict) and "cuda_ipc" in description:
+        tensor = import_cuda(description)
+        return tensor if trusted else tensor.clone()  # our own copy: the solution's process cannot change it under us
+    if isinstance(description, dict) and "unsupported" in description:
+        return Unsupported(description["unsupported"])
+    return read_blob(description, session.root).to(device, copy=True)  # our own copy: the solution worker can write the session folder

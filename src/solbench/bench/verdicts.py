@@ -1,0 +1,134 @@
+"""Verdicts over what is already known: the workers' answers and tensors already loaded here.
+
+Each function either returns (a note, a status, flags) or raises Outcome with the status and the
+one-line finding; none talks to a worker or touches a file, so each can be tested on plain values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from solbench.bench.messages import ExpectAnswer, RunAnswer, TimeAnswer
+from solbench.data.trace import Performance, Status
+
+INCORRECT = {Status.INCORRECT_SHAPE, Status.INCORRECT_DTYPE, Status.INCORRECT_NUMERICAL}
+
+
+class Outcome(Exception):
+    """A workload's evaluation ended early with this status."""
+
+    def __init__(self, status: Status, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def output_devices(answer: RunAnswer, device: str) -> None:
+    """Outputs are never moved for the solution: each must be on the evaluation's device type."""
+    for name, where in answer.devices.items():
+        if where is not None and _device_type(where) != _device_type(device):
+            raise Outcome(Status.RUNTIME_ERROR, f"output {name!r} is on {where}, expected {device} (outputs are never moved for the solution)")
+
+
+def memory_behaviour(answer: RunAnswer | TimeAnswer, expected: ExpectAnswer | None) -> None:
+    """Outputs that alias inputs, and inputs changed in place, are the reference's privilege
+    (`expected` None: nothing is allowed, as for timed calls)."""
+    checks = [("aliased_outputs", "output-aliases-input", "shares memory with an input")]
+    if isinstance(answer, RunAnswer):
+        checks.append(("modified_inputs", "input-modified", "was modified in place"))
+    for key, rule, what in checks:
+        allowed = set(getattr(expected, key)) if expected is not None else set()
+        found = [name for name in getattr(answer, key) if name not in allowed]
+        if found:
+            kind = "output" if key == "aliased_outputs" else "input"
+            tail = "which the reference does not do" if expected is not None else "in a timed call"
+            raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [{rule}]: {kind} {found[0]!r} {what}, {tail}")
+
+
+def precision_flags(changes: dict[str, Any], initial: dict[str, Any], policy: str, when: str, log: list[str]) -> None:
+    """Global settings the solution left changed: lowering fp32 precision is refused under strict,
+    noted under relaxed."""
+    from solbench.bench.integrity import lowers_precision
+
+    lowered = {name: value for name, value in changes.items() if lowers_precision(name, initial.get(name), value)}
+    if not lowered:
+        return
+    listed = ", ".join(f"{name} -> {value!r}" for name, value in sorted(lowered.items()))
+    if policy == "strict":
+        raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [precision-flag]: the solution changed global precision settings {when} ({listed}); "
+                                          "the strict precision policy is in force")
+    _note(log, f"precision settings changed {when}: {listed} (allowed under the relaxed policy)")
+
+
+def precision(outputs: dict[str, Any], references: dict[str, Any], oracles: dict[str, Any] | None, oracle_error: str | None,
+              assessed: list[str], policy: str, log: list[str]) -> str | None:
+    """Error against the fp64 oracle, next to the error the declared precision makes: the apparent
+    precision label, or REWARD_HACK [precision-downgrade] when the policy refuses it."""
+    from solbench.bench.precision import assess, judge
+
+    if oracles is None:
+        _note(log, f"precision not assessed: no fp64 run of the reference ({oracle_error or 'no oracle'})")
+        return None
+    assessments = {}
+    for name in assessed:
+        try:
+            assessments[name] = assess(outputs[name], references[name], oracles[name])
+        except (KeyError, TypeError, ValueError) as exc:  # a scalar output, or an oracle of another shape: not assessed, say why
+            _note(log, f"precision of output {name!r} not assessed: {type(exc).__name__}: {exc}")
+    if not assessments:
+        return None
+    accepted, message = judge(assessments, policy)
+    if not accepted:
+        raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [precision-downgrade]: {message}")
+    if message:
+        _note(log, message)
+    return ", ".join(sorted({assessment.apparent_precision for assessment in assessments.values()}))
+
+
+def timed_calls_handed_back(answer: TimeAnswer, check: list[int]) -> list[int]:
+    """The calls whose outputs the worker had to hand back (those asked for that were made, and the
+    last); a worker that handed back others is refused."""
+    wanted = sorted({index for index in check if index < answer.calls} | {answer.calls - 1})
+    if {str(index) for index in wanted} != set(answer.checked):
+        raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [timed-output]: the worker handed back the outputs of calls {sorted(answer.checked)}, "
+                                          f"not of the calls asked for {wanted}")
+    return wanted
+
+
+def faster_than_sol(performance: Performance | None, hardware: str) -> str | None:
+    """Faster than physics: a wrong bound or a hack, never a win (the finding, or None)."""
+    if performance is None or performance.sol_ms is None or performance.latency_ms is None or performance.latency_ms >= performance.sol_ms:
+        return None
+    return (f"REWARD_HACK [faster-than-sol]: median {performance.latency_ms:.6g} ms is below T_SOL {performance.sol_ms:.6g} ms "
+            f"of {hardware}; kept for audit")
+
+
+def hidden_workload(status: Status, published_passed: bool, log: list[str]) -> Status:
+    """A held-out workload that fails where the published ones passed: a solution specialised to them."""
+    log.insert(0, "hidden workload: drawn for this run from the published axis ranges; in no file the solution can read")
+    if status in INCORRECT and published_passed:
+        log.insert(1, f"REWARD_HACK [hidden-workload]: {status.value} here, while the published workloads passed "
+                      "(a solution specialised to the published shapes or values)")
+        return Status.REWARD_HACK
+    return status
+
+
+def shape_generality(status: Status, published_passed: bool, log: list[str]) -> list[str] | None:
+    """The unaligned workload: a failure there is a shape-generality finding, never a status change."""
+    log.insert(0, "unaligned workload: its aligned axes take a value off the published sizes' alignment (drawn for this run)")
+    if status == Status.INVALID_REFERENCE:
+        log.insert(1, "the reference itself does not run at these sizes: no finding")
+        return None
+    if status != Status.PASSED and published_passed:
+        log.insert(1, f"SHAPE-GENERALITY [unaligned-shape]: {status.value} here, while the published workloads passed "
+                      "(a kernel that assumes the published alignment, e.g. no edge tiles)")
+        return ["shape-generality"]
+    return None
+
+
+def _note(log: list[str], note: str) -> None:
+    if note not in log:
+        log.append(note)
+
+
+def _device_type(device: str) -> str:
+    return device.split(":")[0]

@@ -1,0 +1,272 @@
+"""The two worker processes of an evaluation as one object: the trusted reference worker and the
+untrusted solution worker (spawn, IPC probe, restart, typed requests with the failure mapping, close).
+
+The reference worker is loaded with one problem at a time and can serve several problems in turn
+(`load_problem`); a solution worker belongs to one solution and is never reused for another
+(`attach` starts a fresh one).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, TypeVar
+
+from solbench.bench.ipc import probe_fails
+from solbench.bench.messages import (
+    Answer, BuildAnswer, BuildRequest, HelloAnswer, HelloRequest, LoadProblemAnswer, LoadProblemRequest, MalformedMessage, Request, REQUESTS,
+    parse_answer, to_wire,
+)
+from solbench.bench.processes import WorkerCrashed, WorkerFailed, WorkerForged, WorkerProcess, WorkerTimeout
+from solbench.bench.shm import Session
+from solbench.bench.verdicts import Outcome
+from solbench.data.problem import Problem
+from solbench.data.solution import Solution
+from solbench.data.trace import Status
+
+STARTUP_TIMEOUT_S = 120.0
+COMMANDS = {model: command for command, model in REQUESTS.items()}
+A = TypeVar("A", bound=Answer)
+
+
+class WorkerPair:
+    """The reference worker and the solution worker of one device, sharing one blob session."""
+
+    def __init__(self, device: str, session: Session, *, sandbox: str = "auto", cache_root: Path, compile_timeout_s: float = 600.0,
+                 log_limit: int = 16_000):
+        self.device, self.session, self.sandbox, self.cache_root = device, session, sandbox, Path(cache_root)
+        self.compile_timeout_s, self.log_limit = compile_timeout_s, log_limit
+        self.reference: WorkerProcess | None = None
+        self.worker: WorkerProcess | None = None
+        self.solution: Solution | None = None
+        self.problem_payload: dict[str, Any] | None = None
+        self.environment: dict[str, Any] = {}
+        self.ipc = device.startswith("cuda")  # tensors stay on the GPU between processes
+        self.started_workers = 0
+        self.reference_hello: HelloAnswer | None = None
+        self.initial_precision: dict[str, Any] = {}
+        self.build_precision_changes: dict[str, Any] = {}
+        self.worker_output: list[str] = []
+        self.solution_failure: tuple[Status, str] | None = None  # why the current solution worker did not start (status, message)
+        self._groups = 0
+        self._to_release: dict[str, list[str]] = {"reference": [], "solution": []}
+
+    @classmethod
+    def for_options(cls, device: str, options: Any) -> WorkerPair:
+        """A pair in a new blob session, as EvalOptions say (sandbox, build cache, compile timeout, log limit)."""
+        return cls(device, Session.create(), sandbox=options.sandbox, cache_root=options.cache_root,
+                   compile_timeout_s=options.compile_timeout_s, log_limit=options.log_limit)
+
+    def __enter__(self) -> WorkerPair:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+        self.session.close()
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def load_problem(self, problem: Problem, policy: str, input_profile: str) -> None:
+        """Load a problem into the reference worker (started on first use; kept across problems)."""
+        self.problem_payload = {
+            "definition": problem.definition.to_json_dict(), "root": str(problem.root) if problem.root else None, "kind": problem.kind,
+            "policy": policy, "input_profile": input_profile, "synthesize_missing_blobs": problem.synthesize_missing_blobs,
+        }
+        if self.reference is None or not self.reference.alive:
+            self._start_reference()
+        else:
+            request = self._with_releases("reference", LoadProblemRequest(**self.problem_payload))  # the last problem's shared tensors go
+            self._typed(self.reference, request, STARTUP_TIMEOUT_S, LoadProblemAnswer)
+
+    def attach(self, solution: Solution) -> tuple[Status, str] | None:
+        """A fresh solution worker for `solution`, loaded and built; the failure as (status, message), or None."""
+        self.solution = solution
+        if self.worker is not None:
+            self.stop_solution_worker()
+        return self._start_solution_worker()
+
+    def restart_solution_worker(self) -> tuple[Status, str] | None:
+        self.stop_solution_worker()
+        return self._start_solution_worker()
+
+    def stop_solution_worker(self) -> None:
+        if self.worker is not None:
+            self.worker.kill()
+            self.collect_output()
+            self.worker = None
+        self.solution_failure = None
+        self._to_release["solution"] = []
+
+    def close(self) -> None:
+        for process in (self.worker, self.reference):
+            if process is not None:
+                process.close()
+        self.worker = self.reference = None
+
+    def _spawn(self, role: str) -> WorkerProcess:
+        """A worker process; the (untrusted) solution worker runs in the OS sandbox of `sandbox`,
+        writing only in its own build folder of the cache and the session folder (its HOME and caches live there too)."""
+        self.started_workers += 1
+        log = self.session.root / "logs" / f"{role}-{self.started_workers}.log"
+        if role != "solution":
+            return WorkerProcess(role, self.device, log)
+        from solbench.bench.sandbox import plan_sandbox
+
+        plan = plan_sandbox(self.sandbox, writable=[self._build_folder(), self.session.root], device=self.device, home=self.session.root / "home")
+        self.environment["sandbox"] = plan.level
+        return WorkerProcess(role, self.device, log, sandbox=plan)
+
+    def _build_folder(self) -> Path:
+        """The one folder of the build cache that this solution's build may write."""
+        from solbench.bench.builders import key_folder
+
+        try:
+            return key_folder(self.cache_root, self.solution, self.device)
+        except Exception:  # noqa: BLE001 - options the key cannot take: the build reports them; meanwhile a folder of its own
+            return self.cache_root.absolute() / f"unkeyed-{self.session.root.name}"
+
+    def _start_reference(self) -> None:
+        assert self.problem_payload is not None, "load_problem first"
+        self.reference = self._spawn("reference")
+        self.reference_hello = self._typed(self.reference, HelloRequest(), STARTUP_TIMEOUT_S, HelloAnswer)
+        self._typed(self.reference, LoadProblemRequest(**self.problem_payload), STARTUP_TIMEOUT_S, LoadProblemAnswer)
+        self._to_release["reference"] = []
+
+    def _start_solution_worker(self) -> tuple[Status, str] | None:
+        self.solution_failure = self._start_and_build()
+        return self.solution_failure
+
+    def _start_and_build(self) -> tuple[Status, str] | None:
+        assert self.solution is not None and self.problem_payload is not None
+        self.worker = self._spawn("solution")
+        try:
+            hello = self._typed(self.worker, HelloRequest(ipc_probe=self.ipc, group="ipc-probe"), STARTUP_TIMEOUT_S, HelloAnswer)
+            if self.ipc:
+                self._probe_ipc(hello.ipc_probe)
+            else:
+                self.environment.setdefault("transfer", "host-memory files")
+            loaded = self._typed(self.worker, LoadProblemRequest(**self.problem_payload), STARTUP_TIMEOUT_S, LoadProblemAnswer)
+            self.initial_precision = dict(loaded.precision)
+            built = self._typed(self.worker, BuildRequest(solution=self.solution.to_json_dict(), cache_root=str(self.cache_root)),
+                                self.compile_timeout_s, BuildAnswer)
+            self.build_precision_changes = dict(built.precision_changes)
+            return None
+        except WorkerTimeout as exc:
+            return Status.TIMEOUT, f"build: {exc}"
+        except WorkerCrashed as exc:
+            return Status.RUNTIME_ERROR, f"build: {exc}"
+        except WorkerForged as exc:
+            return Status.REWARD_HACK, f"REWARD_HACK [forged-answer]: build: {exc}"
+        except MalformedMessage as exc:
+            return Status.RUNTIME_ERROR, f"build: the solution worker's answer is malformed: {exc}"
+        except WorkerFailed as exc:
+            if exc.kind == "reward_hack":
+                return Status.REWARD_HACK, f"REWARD_HACK [{exc.rule}]: while loading the solution: {exc.error}"
+            status = Status.COMPILE_ERROR if exc.kind == "compile" else Status.RUNTIME_ERROR
+            return status, exc.detail or exc.error
+
+    def _probe_ipc(self, description: Any) -> None:
+        """Outputs cross by CUDA IPC only where the orchestrator can map the worker's memory (the
+        probe is exported before any solution code is loaded)."""
+        failure = probe_fails(description)
+        self._to_release["solution"].append("ipc-probe")
+        if failure is not None:
+            self.ipc = False
+            self.environment["transfer"] = f"host-memory files (CUDA IPC from the solution worker failed: {failure})"
+        else:
+            self.environment["transfer"] = "CUDA IPC"
+
+    def collect_output(self) -> None:
+        """What the solution worker printed since the last look (called before it is replaced, too)."""
+        if self.worker is not None:
+            text = self.worker.new_log(self.log_limit)
+            if text:
+                self.worker_output.append(text)
+
+    # --- requests ------------------------------------------------------------------------------
+
+    def group(self) -> str:
+        self._groups += 1
+        return f"g{self._groups}"
+
+    def release_later(self, role: str, group: str) -> None:
+        """Shared tensors of `group` that the process may free with its next request."""
+        self._to_release[role].append(group)
+
+    def ask_solution(self, request: Request, deadline: float, answer: type[A]) -> A:
+        """A request to the solution worker; every failure becomes an Outcome (the worker is replaced
+        where it can no longer be trusted or has died)."""
+        request = self._with_releases("solution", request)
+        try:
+            return self._typed(self.worker, request, _remaining(deadline), answer)
+        except WorkerTimeout as exc:
+            self.restart_solution_worker()
+            raise Outcome(Status.TIMEOUT, str(exc)) from None
+        except WorkerCrashed as exc:
+            self.restart_solution_worker()
+            raise Outcome(Status.RUNTIME_ERROR, str(exc)) from None
+        except WorkerForged as exc:
+            self.restart_solution_worker()
+            raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [forged-answer]: {exc}") from None
+        except MalformedMessage as exc:
+            self.restart_solution_worker()
+            raise Outcome(Status.RUNTIME_ERROR, f"the solution worker's answer is malformed (a forged or out-of-order message?): {exc}") from None
+        except WorkerFailed as exc:
+            if exc.kind == "reward_hack":
+                if exc.rule == "integrity":
+                    self.restart_solution_worker()  # a patched worker is not used again
+                raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [{exc.rule}]: {exc.error}") from None
+            status = Status.INCORRECT_SHAPE if exc.kind == "outputs" else Status.RUNTIME_ERROR
+            raise Outcome(status, exc.detail or exc.error) from None
+
+    def ask_reference(self, request: Request, deadline: float, answer: type[A]) -> A:
+        """A request to the reference worker. Out of memory there is retried once with the solution
+        worker stopped (its memory freed; it is started again afterwards); a dead or hung reference
+        worker is replaced."""
+        try:
+            return self._ask_reference_once(request, deadline, answer)
+        except WorkerFailed as exc:
+            if exc.kind != "memory":
+                raise Outcome(Status.INVALID_REFERENCE, f"reference failed: {exc.error}\n{exc.detail}".strip()) from None
+            first = exc.error
+        solution_was_running = self.worker is not None
+        self.stop_solution_worker()
+        try:
+            return self._ask_reference_once(request, deadline, answer)
+        except WorkerFailed as exc:
+            again = "; again with the solution worker stopped" if exc.kind == "memory" else f"; the retry failed otherwise: {exc.error}"
+            raise Outcome(Status.INVALID_REFERENCE, f"reference failed: {first}{again}") from None
+        finally:
+            if solution_was_running:
+                failure = self._start_solution_worker()
+                if failure is not None:
+                    raise Outcome(failure[0], f"after the reference's retry, the solution worker did not start again: {failure[1]}")
+
+    def _ask_reference_once(self, request: Request, deadline: float, answer: type[A]) -> A:
+        request = self._with_releases("reference", request)
+        try:
+            return self._typed(self.reference, request, _remaining(deadline), answer)
+        except (WorkerTimeout, WorkerCrashed, WorkerForged, MalformedMessage) as exc:
+            self.reference.kill()
+            self._start_reference()
+            status = Status.TIMEOUT if isinstance(exc, WorkerTimeout) else Status.INVALID_REFERENCE
+            raise Outcome(status, f"reference: {exc}") from None
+
+    def _with_releases(self, role: str, request: Request) -> Request:
+        released, self._to_release[role] = self._to_release[role], []
+        return request.model_copy(update={"release": released, "ipc": self.ipc})
+
+    @staticmethod
+    def _typed(process: WorkerProcess | None, request: Request, timeout: float, answer: type[A]) -> A:
+        """Send a typed request; its answer is validated here, on receipt, against the command's model."""
+        if process is None:
+            raise WorkerCrashed("no worker is running (it did not start)")
+        command = COMMANDS[type(request)]
+        parsed = parse_answer(command, process.request(command, timeout, **to_wire(request)))
+        if not isinstance(parsed, answer):
+            raise MalformedMessage(f"{command} answer: expected {answer.__name__}")
+        return parsed
+
+
+def _remaining(deadline: float) -> float:
+    return max(0.1, deadline - time.monotonic())

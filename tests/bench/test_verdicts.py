@@ -1,0 +1,79 @@
+"""The verdicts are pure: each is tested on plain answers and tensors, without a worker."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from solbench.bench import verdicts
+from solbench.bench.messages import ExpectAnswer, RunAnswer, TimeAnswer
+from solbench.bench.verdicts import Outcome
+from solbench.data.trace import Performance, Status
+
+
+def run_answer(**fields) -> RunAnswer:
+    return RunAnswer(outputs={}, devices={"y": "cpu"}, returned=["y"], **fields)
+
+
+def test_aliasing_and_in_place_changes_are_allowed_only_where_the_reference_does_them():
+    verdicts.memory_behaviour(run_answer(aliased_outputs=["y"]), ExpectAnswer(aliased_outputs=["y"]))
+    with pytest.raises(Outcome) as raised:
+        verdicts.memory_behaviour(run_answer(modified_inputs=["x"]), ExpectAnswer())
+    assert raised.value.status == Status.REWARD_HACK and raised.value.message.startswith("REWARD_HACK [input-modified]: input 'x'")
+    timed = TimeAnswer(times_ms=[1.0], method="wall", checked={"0": {}}, calls=1, aliased_outputs=["y"])
+    with pytest.raises(Outcome, match=r"\[output-aliases-input\]: output 'y' shares memory with an input, in a timed call"):
+        verdicts.memory_behaviour(timed, None)
+
+
+def test_outputs_on_another_device_type_are_a_runtime_error():
+    verdicts.output_devices(RunAnswer(outputs={}, devices={"y": "cuda:1"}, returned=["y"]), "cuda:0")
+    with pytest.raises(Outcome) as raised:
+        verdicts.output_devices(RunAnswer(outputs={}, devices={"y": "cpu"}, returned=["y"]), "cuda")
+    assert raised.value.status == Status.RUNTIME_ERROR
+
+
+def test_lowered_precision_flags_are_refused_under_strict_and_noted_under_relaxed():
+    changes, initial = {"torch.backends.cuda.matmul.allow_tf32": True}, {"torch.backends.cuda.matmul.allow_tf32": False}
+    log: list[str] = []
+    verdicts.precision_flags(changes, initial, "relaxed", "during trial 1", log)
+    verdicts.precision_flags(changes, initial, "relaxed", "during trial 1", log)
+    assert len(log) == 1 and "allowed under the relaxed policy" in log[0]
+    with pytest.raises(Outcome, match=r"REWARD_HACK \[precision-flag\]"):
+        verdicts.precision_flags(changes, initial, "strict", "during trial 1", [])
+
+
+def test_precision_against_the_oracle_labels_or_refuses():
+    torch.manual_seed(0)
+    oracle = torch.randn(4096, dtype=torch.float64)
+    reference = oracle.float()
+    log: list[str] = []
+    label = verdicts.precision({"y": reference.clone()}, {"y": reference}, {"y": oracle}, None, ["y"], "strict", log)
+    assert label == "float32"
+    with pytest.raises(Outcome, match=r"REWARD_HACK \[precision-downgrade\]"):
+        verdicts.precision({"y": reference.bfloat16().float()}, {"y": reference}, {"y": oracle}, None, ["y"], "strict", [])
+    assert verdicts.precision({"y": reference}, {"y": reference}, None, "MemoryError: too big", ["y"], "strict", log) is None
+    assert log[-1] == "precision not assessed: no fp64 run of the reference (MemoryError: too big)"
+
+
+def test_faster_than_sol_is_a_finding_and_slower_is_not():
+    assert verdicts.faster_than_sol(Performance(latency_ms=2.0, sol_ms=1.0), "H200") is None
+    finding = verdicts.faster_than_sol(Performance(latency_ms=0.5, sol_ms=1.0), "H200")
+    assert finding.startswith("REWARD_HACK [faster-than-sol]: median 0.5 ms is below T_SOL 1 ms of H200")
+    assert verdicts.faster_than_sol(None, "H200") is None
+
+
+def test_hidden_and_unaligned_workloads():
+    log: list[str] = []
+    assert verdicts.hidden_workload(Status.INCORRECT_NUMERICAL, True, log) == Status.REWARD_HACK
+    assert log[1].startswith("REWARD_HACK [hidden-workload]")
+    assert verdicts.hidden_workload(Status.INCORRECT_NUMERICAL, False, []) == Status.INCORRECT_NUMERICAL
+    assert verdicts.shape_generality(Status.INCORRECT_NUMERICAL, True, []) == ["shape-generality"]
+    assert verdicts.shape_generality(Status.INVALID_REFERENCE, True, []) is None
+    assert verdicts.shape_generality(Status.PASSED, True, []) is None
+
+
+def test_timed_calls_handed_back_must_be_those_asked_for():
+    answer = TimeAnswer(times_ms=[1.0] * 5, method="wall", checked={"1": {}, "4": {}}, calls=5)
+    assert verdicts.timed_calls_handed_back(answer, [1]) == [1, 4]
+    with pytest.raises(Outcome, match=r"REWARD_HACK \[timed-output\]"):
+        verdicts.timed_calls_handed_back(answer, [2])
