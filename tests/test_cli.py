@@ -287,3 +287,22 @@ def test_audit_accepts_honest_solutions_with_exit_code_zero():
     result = CliRunner().invoke(app, ["audit", "--json", str(LEGIT / "legit_importlib_own_module.json")], env=ENV)
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == [{"path": str(LEGIT / "legit_importlib_own_module.json"), "refused": False, "findings": []}]
+
+
+def test_validate_warns_about_a_problem_whose_outputs_depend_on_no_input(tmp_path: Path):
+    from solbench.data.inline import inline_problem
+    from solbench.data.loaders import write_problem_folder
+
+    constant = inline_problem("ones_like_nothing", "import torch\n\ndef run(x):\n    return torch.ones(8)\n",
+                              {"x": ([8], "float32")}, {"y": ([8], "float32")})
+    honest = inline_problem("doubles", "import torch\n\ndef run(x):\n    return x * 2\n", {"x": ([8], "float32")}, {"y": ([8], "float32")})
+    write_problem_folder(constant, tmp_path / "constant")
+    write_problem_folder(honest, tmp_path / "honest")
+    done = subprocess.run([sys.executable, "-m", "solbench.cli", "validate", str(tmp_path / "constant"), str(tmp_path / "honest")],
+                          capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stdout + done.stderr  # a warning, not a refusal
+    warnings = [line for line in done.stdout.splitlines() if "degenerate" in line]
+    assert len(warnings) == 1 and "constant" in warnings[0] and "output(s) y" in warnings[0] and "perturbed: x" in warnings[0], done.stdout
+    quiet = subprocess.run([sys.executable, "-m", "solbench.cli", "validate", "--no-degenerate", str(tmp_path / "constant")],
+                           capture_output=True, text=True)
+    assert quiet.returncode == 0 and "degenerate" not in quiet.stdout
