@@ -398,3 +398,14 @@ def test_a_sandboxed_build_writes_its_own_cache_folder_and_no_other():
         assert (key_folder(cache, solution, "cpu") / "build" / "main.py").is_file()  # its own build went where it belongs
     finally:
         shutil.rmtree(cache, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", ["none", "auto"])
+def test_workers_without_a_gpu_run_triton_in_its_interpreter(tmp_path: Path, mode: str):
+    base = {"PATH": os.environ["PATH"]}
+    cpu = plan_sandbox(mode, writable=[tmp_path / "cpu"], device="cpu", base_env=base)
+    assert cpu.env["TRITON_INTERPRET"] == "1"
+    chosen = plan_sandbox(mode, writable=[tmp_path / "own"], device="cpu", base_env={**base, "TRITON_INTERPRET": "0"})
+    assert chosen.env["TRITON_INTERPRET"] == "0"  # the user's own choice is kept
+    gpu = plan_sandbox(mode, writable=[tmp_path / "gpu"], device="cuda:0", base_env=base)
+    assert "TRITON_INTERPRET" not in gpu.env

@@ -210,6 +210,8 @@ def plan_sandbox(mode: str, *, writable: Iterable[Path], device: str, home: Path
     """
     level = available_level(mode)
     source = dict(os.environ if base_env is None else base_env)
+    if not device.startswith("cuda"):
+        source.setdefault("TRITON_INTERPRET", "1")  # without a GPU, Triton kernels run only in Triton's interpreter
     if level == "none":
         return SandboxPlan("none", [], source, None, ["no sandbox: the worker runs with the orchestrator's rights and environment"])
     folders = tuple(_real(Path(p)) for p in writable)

@@ -72,7 +72,7 @@ def skeleton(problem: Problem, language: str, style: str = "auto") -> Skeleton:
     return Skeleton(solution, list(notes))
 
 
-_TRITON_NOTES = ["on a machine without a GPU, run Triton kernels in its interpreter: TRITON_INTERPRET=1 solbench eval ..."]
+_TRITON_NOTES: list[str] = []  # on a CPU the evaluator runs Triton in its interpreter (TRITON_INTERPRET=1) by itself
 _CUDA_NOTES = ["as written the kernel only zero-fills the outputs: `solbench eval` reports FAILED until you write it",
                "CUDA sources are built by torch.utils.cpp_extension on a machine with a GPU and a CUDA build of PyTorch"]
 
