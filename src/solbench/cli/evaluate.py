@@ -10,7 +10,7 @@ import typer
 
 from .app import (ClockOption, CompileTimeoutOption, DeviceOption, InputProfileOption, OutputOption, PathsArgument, PolicyOption, SandboxOption,
                   SeedOption, SynthesizeOption, TimeoutOption, TrialsOption, _default_paths, _evaluation_options, _input_profile, _print_issue,
-                  _progress_line, _sandbox_mode, _trace_sink, app, console, reports_user_errors)
+                  _progress_line, _sandbox_mode, _trace_sink, app, console, error_console, reports_user_errors)
 from .workloads import choose_workloads as _choose_workloads
 
 
@@ -28,7 +28,9 @@ def eval_command(
     timeout: TimeoutOption = 300.0,
     compile_timeout: CompileTimeoutOption = 600.0,
     seed: SeedOption = None,
-    hardware: Annotated[Optional[str], typer.Option(help="Hardware spec for T_SOL (default: matched from the GPU).")] = None,
+    hardware: Annotated[Optional[str], typer.Option("--hardware", envvar="SOLBENCH_HARDWARE", show_envvar=True,
+                                                    help="Hardware spec (name or YAML) that prices T_SOL. Default: the GPU's datasheet entry; "
+                                                         "on a CPU, a spec of this CPU calibrated once and cached.")] = None,
     reference_latency: Annotated[bool, typer.Option("--reference-latency", help="Also time the reference the same way.")] = False,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time solutions that pass.")] = True,
     policy: PolicyOption = "auto",
@@ -49,6 +51,9 @@ def eval_command(
     from solbench.report.eval_tables import traces_table
     from solbench.data.errors import SpecError
     from solbench.data.loaders import load_problems, load_solution
+    from solbench.score.aggregate import score_workload
+    from solbench.score.baselines import stored_baselines
+    from solbench.sol.cpu_spec import run_hardware
 
     solution = load_solution(solution_path)
     problems = [p for p in load_problems([problem_path], synthesize_missing_blobs=synthesize_missing_blobs) if p.name == solution.definition]
@@ -65,13 +70,20 @@ def eval_command(
                                   input_profile=_input_profile(input_profile))
     sink, done = _trace_sink(output, resume)
     skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}
+    device_name = resolve_device(options.device)
+    hardware_value, spec, spec_note = run_hardware(hardware, device_name)
+    if spec_note and not as_json:
+        error_console.print(spec_note)
+    options = dataclasses.replace(options, hardware=hardware_value)
+    store = stored_baselines(spec, device_name)
 
     def on_trace(trace: Any) -> None:
+        if store is not None:
+            score_workload(trace, store.entry(trace.definition, trace.workload.uuid))  # sets performance.score where T_b is known
         sink(trace)
         if not as_json:
             _progress_line(trace)
 
-    device_name = resolve_device(options.device)
     index = int(device_name.split(":")[1]) if ":" in device_name else 0
     with locked_clocks(index, lock_clocks and device_name.startswith("cuda"), int(clock) if clock else None) as locked:
         options = dataclasses.replace(options, clock_mhz=locked or clock)
@@ -82,15 +94,46 @@ def eval_command(
         console.print(traces_table(traces, title=f"{solution.name} on {problem.name}"))
         if skip:
             console.print(f"{len(skip & {w.uuid for w in chosen})} workload(s) skipped: already in {output}")
+    if any(t.evaluation.status.value != "PASSED" for t in traces):
+        raise typer.Exit(1)
+
+
+HardwareOption = Annotated[Optional[str], typer.Option("--hardware", envvar="SOLBENCH_HARDWARE", show_envvar=True,
+                                                       help="Hardware spec (name or YAML) that prices T_SOL. Default: the GPU's datasheet entry; "
+                                                            "on a CPU, a spec of this CPU calibrated once and cached.")]
+CompileModesOption = Annotated[str, typer.Option("--compile-modes", help="torch.compile modes among the baseline candidates, comma-separated, or none. "
+                                                    "auto: default and max-autotune-no-cudagraphs on a GPU, none on a CPU (C++ builds take minutes there).")]
+SUMMARY_WIDTH = 100
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def _compile_modes(value: str) -> tuple[str, ...] | None:
+    """The --compile-modes value: None for auto, else the modes (each one torch.compile knows)."""
+    if value == "auto":
+        return None
+    if value == "none":
+        return ()
+    modes = tuple(mode.strip() for mode in value.split(",") if mode.strip())
+    unknown = [mode for mode in modes if mode not in COMPILE_MODES]
+    if unknown or not modes:
+        raise typer.BadParameter(f"expected auto, none or a comma-separated list of {', '.join(COMPILE_MODES)}; got {value!r}", param_hint="--compile-modes")
+    return modes
 
 
 @app.command("run")
 @reports_user_errors
 def run_command(
     paths: PathsArgument = None,
+    solutions: Annotated[Optional[list[Path]], typer.Option("--solutions", "-s", help="Solution JSON files or folders of them (each a solution set, scored as a suite). Default: the problems' references.")] = None,
+    hardware: HardwareOption = None,
+    run_dir: Annotated[Optional[Path], typer.Option("--run-dir", help="The run folder (never overwritten; --resume continues it). Default: a new runs/<timestamp>.")] = None,
     output: OutputOption = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Skip workloads already in the output file.")] = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue the run folder given by --run-dir: skip workloads already in its traces.")] = False,
     workloads: Annotated[str, typer.Option(help="Which workloads: all, smallest:N or spread:N (default: all on a GPU, smallest:2 on a CPU).")] = "auto",
+    baselines: Annotated[Optional[Path], typer.Option("--baselines", help="Baseline folder, reused and extended (default: ./baselines or $SOLBENCH_BASELINES).")] = None,
+    baseline_solutions: Annotated[Optional[Path], typer.Option("--baseline-solutions", help="A folder of registered baseline solutions (JSON files, e.g. <problem>/<name>.json): candidates for T_b.")] = None,
+    rebuild_baselines: Annotated[bool, typer.Option("--rebuild-baselines", help="Measure the baselines again even where current ones exist.")] = False,
+    compile_modes: CompileModesOption = "auto",
     device: DeviceOption = "auto",
     trials: TrialsOption = 3,
     timeout: TimeoutOption = 300.0,
@@ -99,15 +142,22 @@ def run_command(
     policy: PolicyOption = "auto",
     input_profile: InputProfileOption = "auto",
     synthesize_missing_blobs: SynthesizeOption = False,
-    timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time the workloads that pass (--no-timing: correctness only).")] = True,
+    timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time the workloads that pass (--no-timing: correctness only, no scores).")] = True,
 ) -> None:
-    """The main job: evaluate each problem's reference (its baseline) on its workloads and print the results.
+    """The main job: evaluate the solutions (default: each problem's reference), build or reuse the
+    baselines, score, write a run folder (traces, baselines, summary, report) and print a summary.
     A problem that does not load, or whose evaluation fails, is reported and the others go on."""
-    from solbench.bench.orchestrator import evaluate, reference_solution, resolve_device
-    from solbench.report.eval_tables import traces_table
-    from solbench.report.problem_tables import refusal_line
+    from solbench.bench.orchestrator import resolve_device
+    from solbench.data.errors import SpecError
     from solbench.data.loaders import flag_duplicate_names, scan
+    from solbench.report.problem_tables import refusal_line
+    from solbench.score import pipeline
+    from solbench.score.baselines import DEFAULT_DIR, solution_folder_solutions
+    from solbench.sol.cpu_spec import run_hardware
 
+    if resume and run_dir is None:
+        raise typer.BadParameter("--resume continues a run folder: name it with --run-dir", param_hint="--resume")
+    modes = _compile_modes(compile_modes)
     found = [loaded for path in _default_paths(paths) for loaded in scan(path, synthesize_missing_blobs=synthesize_missing_blobs)]
     flag_duplicate_names(found)
     refused = [loaded for loaded in found if not loaded.ok and loaded.kind not in {"solution", "traces"}]
@@ -116,38 +166,153 @@ def run_command(
             _print_issue(issue)
     problems = [loaded.problem for loaded in found if loaded.problem is not None]
     options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, timing, policy,
-                                  static_analysis=False,  # the problems' own references: trusted code
-                                  sandbox=_sandbox_mode(sandbox), input_profile=_input_profile(input_profile))
+                                  static_analysis=True, sandbox=_sandbox_mode(sandbox), input_profile=_input_profile(input_profile))
     device_name = resolve_device(options.device)
     if workloads == "auto":
         workloads = "all" if device_name.startswith("cuda") else "smallest:2"
     if device_name == "cpu":
         options = dataclasses.replace(options, budget_s=2.0, min_iterations=5, verify_timed=1)
-    sink, done = _trace_sink(output, resume)
-    traces = []
-    broken: list[str] = []
-    for problem in problems:
-        chosen = _choose_workloads(problem, workloads)
-        solution = reference_solution(problem)
-        skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}
-
-        def on_trace(trace: Any) -> None:
-            sink(trace)
-            _progress_line(trace)
-
-        try:
-            traces += evaluate(problem, solution, options, workloads=chosen, skip=skip, on_trace=on_trace)
-        except Exception as exc:  # noqa: BLE001 - one problem's failure must not stop the others
-            broken.append(f"{problem.source}: evaluation stopped: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
-            _print_issue(broken[-1])
-    if traces:
-        console.print(traces_table(traces, title=f"reference solutions on {device_name}"))
+    selection = [(problem, _choose_workloads(problem, workloads)) for problem in problems]
+    given, unmatched = _solution_sets(solutions or [], {p.name for p in problems})
+    for line in unmatched:
+        _print_issue(line)
+    registered = solution_folder_solutions(baseline_solutions) if baseline_solutions else []
+    if baseline_solutions and not baseline_solutions.is_dir():
+        raise SpecError("expected a folder of baseline solutions", path=baseline_solutions, field="--baseline-solutions")
+    hardware_value, spec, spec_note = run_hardware(hardware, device_name)
+    if spec_note:
+        error_console.print(spec_note)
+    options = dataclasses.replace(options, hardware=hardware_value)
+    folder = run_dir or pipeline.new_run_dir()
+    done = pipeline.prepare_run_dir(folder, resume)
+    sink, done_elsewhere = _trace_sink(output, resume)
+    inputs = pipeline.RunInputs(selection=selection, solutions=given, options=options, device=device_name, spec=spec, run_dir=folder,
+                                baseline_dir=baselines or DEFAULT_DIR, registered=registered, rebuild=rebuild_baselines, resume=resume,
+                                compile_modes=modes,
+                                notes=[spec_note] if spec_note and spec is None else [])
+    store = pipeline.open_store(inputs)[0] if timing else None
+    total = pipeline.pending_counts(inputs, store, done | done_elsewhere)
+    with _RunProgress(total, len(selection)) as progress:
+        outcome = pipeline.run(inputs, done | done_elsewhere, progress.trace, progress.error, write_extra=sink, report=_write_report)
+    for line in _summary_lines(outcome.summary):
+        console.print(line, highlight=False, soft_wrap=True)
     for loaded in refused:
         print(refusal_line(loaded))
-    failed = [t for t in traces if t.evaluation.status.value != "PASSED"]
-    summary = f"{len(traces) - len(failed)} of {len(traces)} workloads passed"
-    if refused or broken:
-        summary += f"; {len(refused)} problem(s) refused, {len(broken)} stopped"
-    console.print(summary, style="red" if failed or refused or broken else "green")
-    if failed or refused or broken:
+    console.print(f"run folder: {folder}", highlight=False, soft_wrap=True)
+    failed = [w for w in outcome.summary.workloads if w.status != "PASSED"]
+    if failed or refused or outcome.errors or unmatched:
         raise typer.Exit(1)
+
+
+def _solution_sets(paths: list[Path], problem_names: set[str]) -> tuple[dict[str, list[tuple[Any, str]]], list[str]]:
+    """problem name -> (solution, set name) for each --solutions path (a file, or a folder of JSON files:
+    the set is named after it), and one line per solution whose problem is not in the run."""
+    from solbench.data.errors import SpecError
+    from solbench.data.loaders import load_solution
+
+    sets: dict[str, list[tuple[Any, str]]] = {}
+    unmatched = []
+    for path in paths:
+        if not path.exists():
+            raise SpecError("does not exist", path=path, field="--solutions")
+        files = sorted(path.rglob("*.json")) if path.is_dir() else [path]
+        if not files:
+            raise SpecError("holds no solution JSON file", path=path, field="--solutions")
+        name = path.stem if path.is_file() else path.name
+        for file in files:
+            solution = load_solution(file)
+            if solution.definition not in problem_names:
+                unmatched.append(f"{file}: names problem {solution.definition!r}, which is not among the problems of this run; not evaluated")
+                continue
+            sets.setdefault(solution.definition, []).append((solution, name))
+    return sets, unmatched
+
+
+def _write_report(run_dir: Path) -> list[Path]:
+    try:
+        from solbench.report.render import write_report
+    except ImportError as exc:
+        error_console.print(f"report not written: solbench.report.render is not available ({exc})")
+        return []
+    try:
+        return [Path(p) for p in write_report(run_dir)]
+    except Exception as exc:  # noqa: BLE001 - the numbers are in summary.json already; a report failure must not lose them
+        error_console.print(f"report not written: {type(exc).__name__}: {exc}")
+        return []
+
+
+class _RunProgress:
+    """A live progress bar on stderr (workloads done of all, problems touched, elapsed and remaining
+    time), with one line per trace above it."""
+
+    def __init__(self, total: int, problems: int):
+        self.total, self.problems = total, problems
+        self.seen: set[str] = set()
+
+    def __enter__(self) -> "_RunProgress":
+        import sys
+
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.console = Console(file=sys.stderr, soft_wrap=True)
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("workloads"),
+                            TimeElapsedColumn(), TextColumn("elapsed,"), TimeRemainingColumn(), TextColumn("left"),
+                            console=self.console, transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task(self._description(), total=max(self.total, 1))
+        return self
+
+    def _description(self) -> str:
+        return f"problems {len(self.seen)}/{self.problems}"
+
+    def trace(self, job: Any, trace: Any) -> None:
+        from solbench.report.eval_tables import first_log_line
+
+        self.seen.add(trace.definition)
+        evaluation = trace.evaluation
+        performance = evaluation.performance
+        latency = performance.latency_ms if performance is not None else None
+        detail = f"{latency:.4g} ms" if latency is not None else first_log_line(trace)[:160]
+        self.console.print(f"{trace.definition} / {job.tag} / {trace.workload.uuid[:8]}: {evaluation.status.value}  {detail}",
+                           highlight=False, markup=False)
+        self.bar.update(self.task, advance=1, description=self._description())
+
+    def error(self, job: Any, message: str) -> None:
+        self.bar.advance(self.task, job.pending)
+        self.console.print(message, highlight=False, markup=False)
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+
+def _summary_lines(summary: Any) -> list[str]:
+    """The compact summary (at most SUMMARY_WIDTH columns): one line per problem and solution, one per suite, the notes."""
+    several = len({p.solution for p in summary.problems}) > len({p.problem for p in summary.problems})
+    lines = [f"{'problem':<44} {'passed':<28} {'T/T_SOL':>9} {'score':>7}"]
+    for problem in summary.problems:
+        label = f"{problem.problem} / {problem.solution}" if several else problem.problem
+        passed = problem.statuses.get("PASSED", 0)
+        status = f"{passed}/{problem.workloads}"
+        others = sorted(((n, s) for s, n in problem.statuses.items() if s != "PASSED"), reverse=True)
+        if others:
+            status += ", " + ", ".join(f"{n} {s}" for n, s in others)
+        ratio = f"{problem.median_ratio_to_sol:.3g}" if problem.median_ratio_to_sol is not None else "-"
+        score = f"{problem.score:.3f}" if problem.score is not None else "-"
+        verdict = summary.problem_verdicts.get(problem.problem, "")
+        mark = {"solved": " solved", "bound-to-audit": " audit"}.get(verdict, "")
+        lines.append(f"{_fit(label, 44):<44} {_fit(status, 28):<28} {ratio:>9} {score:>7}{mark}")
+    for suite in summary.suites:
+        mean = f"{suite.score_mean:.3f}" if suite.score_mean is not None else "-"
+        median = f"{suite.score_median:.3f}" if suite.score_median is not None else "-"
+        rows = [w for w in summary.workloads if (w.solution_set or "") == suite.solution] if suite.solution != "best-of-k" else []
+        passed = f", {sum(w.status == 'PASSED' for w in rows)}/{len(rows)} workloads passed" if rows else ""
+        lines.append(_fit(f"suite {suite.solution}: {suite.problems} problems, score mean {mean}, median {median}{passed}", SUMMARY_WIDTH))
+    hardware = summary.hardware or "none"
+    lines.append(_fit(f"T_SOL on {hardware}; device {summary.device}; {summary.wall_s or 0:.0f} s", SUMMARY_WIDTH))
+    lines += [_fit(f"note: {note}", SUMMARY_WIDTH) for note in summary.notes]
+    return lines
+
+
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

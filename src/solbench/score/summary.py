@@ -36,6 +36,7 @@ class WorkloadScore(SpecModel):
     flops: float | None = None  # from the SOL analysis, for the roofline plot
     bytes: float | None = None  # compulsory DRAM bytes from the SOL analysis
     flags: list[str] = Field(default_factory=list)  # audit and harness findings, e.g. faster-than-sol, shape-generality
+    solution_set: str | None = None  # the suite the solution belongs to ("reference", or the --solutions path it came from)
 
 
 class ProblemScore(SpecModel):
@@ -43,6 +44,7 @@ class ProblemScore(SpecModel):
 
     problem: str
     solution: str
+    solution_set: str | None = None  # as in WorkloadScore
     categories: dict[str, str] = Field(default_factory=dict)  # subset, op_type, precision, direction -> value
     workloads: int = 0
     statuses: dict[str, int] = Field(default_factory=dict)  # status value -> count
@@ -89,3 +91,5 @@ class RunSummary(SpecModel):
     suites: list[SuiteScore] = Field(default_factory=list)
     audit: list[AuditFinding] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)  # e.g. why T_SOL is blank, which problems were refused
+    baselines: str | None = None  # the baseline file used, relative to the run folder (baselines/<HW>.json)
+    problem_verdicts: dict[str, str] = Field(default_factory=dict)  # problem -> open | solved | bound-to-audit | no-sol | no-baseline (solbench.score.baselines)

@@ -1,0 +1,105 @@
+"""From traces and baselines to the run summary's scores: per workload, per problem (the mean over its
+workloads), per suite (the mean over problems, with the median, per-category means, fast_p and
+geometric means), and best-of-k when a problem has several solutions."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable, Iterable
+
+from solbench.data.trace import Status, Trace
+from solbench.score.baselines import BaselineEntry
+from solbench.score.formula import FASTER_THAN_SOL, fast_p, geomean, mean, median, ratio, reclaimed, sol_score
+from solbench.score.summary import ProblemScore, SuiteScore, WorkloadScore
+
+BEST_OF_K = "best-of-k"
+
+
+def score_workload(trace: Trace, entry: BaselineEntry | None, solution_set: str | None = None) -> WorkloadScore:
+    """One trace scored against its workload's baseline; also sets the trace's `performance.score`."""
+    evaluation = trace.evaluation
+    performance = evaluation.performance
+    latency = performance.latency_ms if performance is not None else None
+    sol_ms = performance.sol_ms if performance is not None and performance.sol_ms is not None else (entry.sol_ms if entry else None)
+    baseline_ms = entry.baseline_ms if entry else None
+    reference_ms = entry.reference_ms if entry else None
+    correct = evaluation.status == Status.PASSED
+    value = sol_score(correct, latency, sol_ms, baseline_ms)
+    flags = list(evaluation.flags or [])
+    if evaluation.status == Status.REWARD_HACK and FASTER_THAN_SOL in (evaluation.log or ""):
+        flags.append(FASTER_THAN_SOL)
+    flags += value.flags
+    if performance is not None:
+        performance.score = value.score
+    timed = latency if correct else None
+    return WorkloadScore(
+        problem=trace.definition, solution=trace.solution or "", workload=trace.workload.uuid, status=evaluation.status.value,
+        latency_ms=latency, sol_ms=sol_ms, baseline_ms=baseline_ms, baseline_candidate=entry.candidate if entry else None,
+        reference_ms=reference_ms, score=value.score, speedup_vs_reference=ratio(reference_ms, timed), speedup_vs_baseline=ratio(baseline_ms, timed),
+        reclaimed=reclaimed(reference_ms, timed, sol_ms), flags=sorted(set(flags)), solution_set=solution_set,
+    )
+
+
+def problem_score(rows: list[WorkloadScore], categories: dict[str, str]) -> ProblemScore:
+    """One solution on one problem (rows: its workloads). The score is the mean over workloads that
+    have one (failed ones count as 0); None when none has."""
+    first = rows[0]
+    correct = [r for r in rows if r.status == Status.PASSED.value]
+    return ProblemScore(
+        problem=first.problem, solution=first.solution, solution_set=first.solution_set, categories=dict(categories), workloads=len(rows),
+        statuses=dict(Counter(r.status for r in rows)), score=mean(r.score for r in rows),
+        median_ratio_to_sol=median(ratio(r.latency_ms, r.sol_ms) for r in correct),
+        geomean_speedup_vs_reference=geomean(r.speedup_vs_reference for r in correct),
+        geomean_speedup_vs_baseline=geomean(r.speedup_vs_baseline for r in correct),
+        flags=sorted({flag for r in rows for flag in r.flags}),
+    )
+
+
+def suite_score(name: str, problems: list[ProblemScore], rows: list[WorkloadScore]) -> SuiteScore:
+    """A solution set over its problems (rows: the workloads behind them, for fast_p and geomeans)."""
+    by_category: dict[str, dict[str, list[float | None]]] = {}
+    for problem in problems:
+        for category, value in problem.categories.items():
+            by_category.setdefault(category, {}).setdefault(value, []).append(problem.score)
+    correct = [r.status == Status.PASSED.value for r in rows]
+    return SuiteScore(
+        solution=name, problems=len(problems), score_mean=mean(p.score for p in problems), score_median=median(p.score for p in problems),
+        by_category={c: {v: m for v, scores in values.items() if (m := mean(scores)) is not None} for c, values in by_category.items()},
+        fast_p=fast_p([r.speedup_vs_reference for r in rows], correct),
+        geomean_speedup_vs_reference=geomean(r.speedup_vs_reference for r, ok in zip(rows, correct) if ok),
+        geomean_speedup_vs_baseline=geomean(r.speedup_vs_baseline for r, ok in zip(rows, correct) if ok),
+    )
+
+
+def score_run(traces: Iterable[Trace], entry_for: Callable[[str, str], BaselineEntry | None], categories: dict[str, dict[str, str]],
+              solution_set: Callable[[Trace], str]) -> tuple[list[WorkloadScore], list[ProblemScore], list[SuiteScore]]:
+    """Every score of a run: `entry_for(problem, workload)` gives the baseline entry, `categories` each
+    problem's categories, `solution_set(trace)` the set (suite) its solution belongs to."""
+    rows = [score_workload(trace, entry_for(trace.definition, trace.workload.uuid), solution_set(trace)) for trace in traces
+            if trace.evaluation is not None]
+    groups: dict[tuple[str, str], list[WorkloadScore]] = {}
+    for row in rows:
+        groups.setdefault((row.problem, row.solution), []).append(row)
+    problems = [problem_score(group, categories.get(key[0], {})) for key, group in groups.items()]
+    suites = []
+    for name in dict.fromkeys(p.solution_set or "" for p in problems):
+        members = [p for p in problems if (p.solution_set or "") == name]
+        keys = {(p.problem, p.solution) for p in members}
+        suites.append(suite_score(name, members, [r for r in rows if (r.problem, r.solution) in keys]))
+    best = best_of_k(problems)
+    if best is not None:
+        chosen, name = best
+        keys = {(p.problem, p.solution) for p in chosen}
+        suites.append(suite_score(name, chosen, [r for r in rows if (r.problem, r.solution) in keys]))
+    return rows, problems, suites
+
+
+def best_of_k(problems: list[ProblemScore]) -> tuple[list[ProblemScore], str] | None:
+    """Per problem, the best-scoring of its solutions; None unless some problem has several."""
+    by_problem: dict[str, list[ProblemScore]] = {}
+    for problem in problems:
+        by_problem.setdefault(problem.problem, []).append(problem)
+    if all(len(group) < 2 for group in by_problem.values()):
+        return None
+    chosen = [max(group, key=lambda p: -1.0 if p.score is None else p.score) for group in by_problem.values()]
+    return chosen, BEST_OF_K

@@ -1,0 +1,83 @@
+"""The SOL score of one workload and the ratios beside it.
+
+S = 1 / (1 + (T_k - T_SOL) / (T_b - T_SOL)): 1 at the speed of light, 0.5 at the baseline, towards 0
+when slower. Decisions where the formula says nothing:
+- a workload that is not correct scores 0;
+- T_k < T_SOL is physically impossible: a wrong bound or a hack. It scores 0 (never 1) and is flagged
+  `faster-than-sol` for audit; 0 rather than None so that a suite mean can never gain by it;
+- T_b <= T_SOL leaves nothing between the baseline and the bound: no score (None), flagged
+  `baseline-not-above-sol` (the problem is solved, or its bound must be audited);
+- no T_k (timing off), no T_SOL (no hardware spec) or no T_b: no score (None).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Iterable
+
+FASTER_THAN_SOL = "faster-than-sol"
+BASELINE_NOT_ABOVE_SOL = "baseline-not-above-sol"
+FAST_P_THRESHOLDS = (1.0, 1.5, 2.0)
+
+
+@dataclass(frozen=True)
+class WorkloadScoreValue:
+    score: float | None
+    flags: list[str] = field(default_factory=list)
+
+
+def sol_score(correct: bool, latency_ms: float | None, sol_ms: float | None, baseline_ms: float | None) -> WorkloadScoreValue:
+    """S for one workload (see the module docstring for every edge case)."""
+    if not correct:
+        return WorkloadScoreValue(0.0)
+    if latency_ms is None or sol_ms is None or baseline_ms is None:
+        return WorkloadScoreValue(None)
+    if latency_ms < sol_ms:
+        return WorkloadScoreValue(0.0, [FASTER_THAN_SOL])
+    if baseline_ms <= sol_ms:
+        return WorkloadScoreValue(None, [BASELINE_NOT_ABOVE_SOL])
+    score = 1.0 / (1.0 + (latency_ms - sol_ms) / (baseline_ms - sol_ms))
+    return WorkloadScoreValue(min(1.0, max(0.0, score)))
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    """numerator / denominator, None when either is unknown or the denominator is not positive."""
+    if numerator is None or denominator is None or denominator <= 0:
+        return None
+    return numerator / denominator
+
+
+def reclaimed(reference_ms: float | None, latency_ms: float | None, sol_ms: float | None) -> float | None:
+    """(T_ref - T_k) / (T_ref - T_SOL): the share of the gap between the reference and the bound that
+    the solution closes (negative when slower than the reference); None without a gap."""
+    if reference_ms is None or latency_ms is None or sol_ms is None or reference_ms <= sol_ms:
+        return None
+    return (reference_ms - latency_ms) / (reference_ms - sol_ms)
+
+
+def mean(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def median(values: Iterable[float | None]) -> float | None:
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return None
+    middle = len(known) // 2
+    return known[middle] if len(known) % 2 else (known[middle - 1] + known[middle]) / 2
+
+
+def geomean(values: Iterable[float | None]) -> float | None:
+    """Geometric mean of the positive known values (None if there are none)."""
+    known = [v for v in values if v is not None and v > 0]
+    return math.exp(sum(math.log(v) for v in known) / len(known)) if known else None
+
+
+def fast_p(speedups: list[float | None], correct: list[bool], thresholds: Iterable[float] = FAST_P_THRESHOLDS) -> dict[str, float]:
+    """fast_p as KernelBench defines it: the share of all workloads that are correct and more than p
+    times faster than the reference ("1.0", "1.5", "2.0" -> share). Empty for no workloads."""
+    if not speedups:
+        return {}
+    return {f"{p:.1f}": sum(1 for s, ok in zip(speedups, correct) if ok and s is not None and s > p) / len(speedups) for p in thresholds}

@@ -1,0 +1,137 @@
+"""`solbench run` end to end as a real subprocess on the small problem tests/fixtures/solutions/status/vector_scale:
+the run folder's files, the scores in its summary, baseline reuse, solution sets and best-of-k, exit codes.
+The CPU spec is calibrated into a per-test folder ($SOLBENCH_HARDWARE_DIR), builds go to a per-test cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from solbench.data.loaders import load_traces
+from solbench.score.summary import RunSummary
+
+DATA = Path(__file__).resolve().parents[1] / "fixtures" / "solutions" / "status"
+PROBLEM = DATA / "vector_scale"
+LIMIT_S = 240
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("run")
+    return {"root": root, "hardware": root / "hardware", "baselines": root / "baselines"}
+
+
+def solbench(shared: dict[str, Path], *args: object) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SOLBENCH_DEBUG", "SOLBENCH_HARDWARE", "SOLBENCH_BASELINES")}
+    env.update(COLUMNS="200", SOLBENCH_BUILD_CACHE=str(shared["root"] / "builds"), SOLBENCH_HARDWARE_DIR=str(shared["hardware"]), PYTHONUNBUFFERED="1")
+    return subprocess.run([sys.executable, "-m", "solbench.cli", "run", PROBLEM, "--device", "cpu", "--seed", "3", "--baselines", shared["baselines"],
+                           *map(str, args)], env=env, capture_output=True, text=True, timeout=LIMIT_S, cwd=shared["root"])
+
+
+def expected_score(latency: float, sol: float, baseline: float) -> float:
+    return 1 / (1 + (latency - sol) / (baseline - sol))
+
+
+def test_run_of_the_references_writes_the_run_folder_with_scores(shared: dict[str, Path]):
+    run_dir = shared["root"] / "first"
+    result = solbench(shared, "--run-dir", run_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "calibrated now" in result.stderr  # first use on this CPU
+    specs = list(shared["hardware"].glob("cpu-*.yaml"))
+    assert len(specs) == 1
+    key = specs[0].stem
+    written = sorted(p.name for p in run_dir.iterdir())
+    assert {"baselines", "summary.json", "traces.jsonl"} <= set(written)
+    assert set(written) - {"baselines", "summary.json", "traces.jsonl"} <= {"report.md", "report.html"}  # the report, by solbench.report.render
+    assert (run_dir / "baselines" / f"{key}.json").is_file() and (shared["baselines"] / f"{key}.json").is_file()
+
+    summary = RunSummary.model_validate_json((run_dir / "summary.json").read_text())
+    assert summary.hardware == key and summary.device == "cpu" and summary.roofs["dram_tbps"] > 0 and "vector_fp32_tflops" in summary.roofs
+    assert summary.baselines == f"baselines/{key}.json" and summary.versions["torch"]
+    rows = {row.workload: row for row in summary.workloads}
+    assert sorted(rows) == ["vs-n0016", "vs-n0064"]  # the two smallest on a CPU
+    for uuid, n in (("vs-n0016", 16), ("vs-n0064", 64)):
+        row = rows[uuid]
+        assert row.status == "PASSED" and row.solution == "vector_scale-reference" and row.solution_set == "reference"
+        assert row.baseline_candidate == "eager" and row.baseline_ms == row.latency_ms == row.reference_ms  # the reference is its own baseline
+        assert 0 < row.sol_ms < row.latency_ms
+        assert row.score == pytest.approx(0.5) and row.speedup_vs_reference == pytest.approx(1.0) and row.reclaimed == pytest.approx(0.0)
+        assert row.flops == n and row.bytes == 8 * n  # y = x * alpha: one multiply per element; x read and y written, float32
+    (problem,) = summary.problems
+    assert problem.score == pytest.approx(0.5) and problem.statuses == {"PASSED": 2}
+    assert problem.categories == {"subset": "none", "op_type": "none", "precision": "float32", "direction": "forward"}
+    (suite,) = summary.suites
+    assert suite.solution == "reference" and suite.problems == 1 and suite.score_mean == pytest.approx(0.5)
+    traces = load_traces(run_dir / "traces.jsonl")
+    assert sorted(t.workload.uuid for t in traces) == ["vs-n0016", "vs-n0064"]
+    assert all(t.evaluation.performance.score == pytest.approx(0.5) for t in traces)  # the score is in the trace too
+
+    lines = result.stdout.splitlines()
+    assert all(len(line) <= 100 for line in lines), lines
+    assert any(line.startswith("vector_scale ") and line.rstrip().endswith("0.500") and "2/2" in line for line in lines), result.stdout
+    assert any(line.startswith("suite reference: 1 problems, score mean 0.500") for line in lines), result.stdout
+
+
+def test_run_of_solution_sets_reuses_the_baselines_and_scores_against_them(shared: dict[str, Path]):
+    run_dir = shared["root"] / "second"
+    result = solbench(shared, "--run-dir", run_dir, "-s", DATA / "pytorch_returning.json", "-s", DATA / "off_by_constant.json")
+    assert result.returncode == 1, result.stdout + result.stderr  # off_by_constant is INCORRECT_NUMERICAL
+    assert "/ eager /" not in result.stderr  # the baselines of the first run are current: not measured again
+    summary = RunSummary.model_validate_json((run_dir / "summary.json").read_text())
+    baselines = json.loads((run_dir / "baselines" / f"{summary.hardware}.json").read_text())
+    t_b = {e["workload"]: e["baseline_ms"] for e in baselines["entries"]}
+    scores = {p.solution: p for p in summary.problems}
+    assert scores["off_by_constant"].score == 0.0 and scores["off_by_constant"].statuses == {"INCORRECT_NUMERICAL": 2}
+    for row in (r for r in summary.workloads if r.solution == "pytorch_returning"):
+        assert row.status == "PASSED" and row.baseline_ms == t_b[row.workload]
+        assert row.score == pytest.approx(expected_score(row.latency_ms, row.sol_ms, row.baseline_ms))
+        assert row.speedup_vs_baseline == pytest.approx(row.baseline_ms / row.latency_ms)
+    assert scores["pytorch_returning"].score == pytest.approx(sum(r.score for r in summary.workloads if r.solution == "pytorch_returning") / 2)
+    suites = {s.solution: s for s in summary.suites}
+    assert set(suites) == {"pytorch_returning", "off_by_constant", "best-of-k"}
+    assert suites["best-of-k"].score_mean == pytest.approx(scores["pytorch_returning"].score)
+    assert all(len(line) <= 100 for line in result.stdout.splitlines())
+    assert "vector_scale / off_by_constant" in result.stdout
+
+
+def test_run_never_overwrites_a_run_folder(shared: dict[str, Path]):
+    run_dir = shared["root"] / "taken"
+    run_dir.mkdir()
+    (run_dir / "mine.txt").write_text("keep")
+    result = solbench(shared, "--run-dir", run_dir, "--no-timing")
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines[-1] == f"{run_dir}: --run-dir: exists already; pass --resume to continue that run, or choose another folder", result.stderr
+    assert sorted(p.name for p in run_dir.iterdir()) == ["mine.txt"]
+
+
+def test_run_resume_needs_a_run_folder(shared: dict[str, Path]):
+    result = solbench(shared, "--resume")
+    assert result.returncode == 2 and "--run-dir" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+def test_run_on_a_gpu_takes_the_fastest_of_eager_and_torch_compile(shared: dict[str, Path]):
+    env = {k: v for k, v in os.environ.items() if k not in ("SOLBENCH_DEBUG", "SOLBENCH_HARDWARE", "SOLBENCH_BASELINES")}
+    env.update(COLUMNS="200", SOLBENCH_BUILD_CACHE=str(shared["root"] / "builds-gpu"), PYTHONUNBUFFERED="1")
+    run_dir, baselines = shared["root"] / "gpu", shared["root"] / "baselines-gpu"
+    result = subprocess.run([sys.executable, "-m", "solbench.cli", "run", PROBLEM, "--device", "cuda", "--seed", "3", "--baselines", baselines,
+                             "--run-dir", run_dir, "--workloads", "all"], env=env, capture_output=True, text=True, timeout=600, cwd=shared["root"])
+    summary = RunSummary.model_validate_json((run_dir / "summary.json").read_text())
+    assert summary.hardware and summary.device.startswith("cuda")  # the GPU's datasheet spec
+    stored = json.loads((run_dir / "baselines" / f"{summary.hardware}.json").read_text())
+    for entry in stored["entries"]:
+        names = {c["name"] for c in entry["candidates"]}
+        assert names == {"eager", "compile-default", "compile-max-autotune-no-cudagraphs"}
+        timed = [c["latency_ms"] for c in entry["candidates"] if c["latency_ms"] is not None]
+        assert entry["baseline_ms"] == min(timed) and entry["baseline_ms"] <= entry["reference_ms"]
+    for row in summary.workloads:
+        assert row.status in ("PASSED", "REWARD_HACK"), result.stderr
+        if row.status == "PASSED" and row.sol_ms is not None and row.baseline_ms > row.sol_ms:
+            assert row.score == pytest.approx(expected_score(row.latency_ms, row.sol_ms, row.baseline_ms))
