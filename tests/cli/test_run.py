@@ -135,3 +135,29 @@ def test_run_on_a_gpu_takes_the_fastest_of_eager_and_torch_compile(shared: dict[
         assert row.status in ("PASSED", "REWARD_HACK"), result.stderr
         if row.status == "PASSED" and row.sol_ms is not None and row.baseline_ms > row.sol_ms:
             assert row.score == pytest.approx(expected_score(row.latency_ms, row.sol_ms, row.baseline_ms))
+
+
+def test_a_pool_of_two_cpu_lanes_gives_the_statuses_of_the_serial_run(shared: dict[str, Path], tmp_path: Path):
+    bundled = Path(__file__).resolve().parents[2] / "src" / "solbench" / "dataset" / "problems"
+    folders = [bundled / "rmsnorm_llama3_8b", bundled / "silu_and_mul_llama3_8b", bundled / "rope_llama3_8b"]
+    env = {k: v for k, v in os.environ.items() if k not in ("SOLBENCH_DEBUG", "SOLBENCH_HARDWARE", "SOLBENCH_BASELINES")}
+    env.update(COLUMNS="200", SOLBENCH_BUILD_CACHE=str(shared["root"] / "builds"), SOLBENCH_HARDWARE_DIR=str(shared["hardware"]))
+    statuses = {}
+    for name, extra in (("serial", []), ("pool", ["--lanes", "2"])):
+        run_dir = tmp_path / name
+        done = subprocess.run([sys.executable, "-m", "solbench.cli", "run", *map(str, folders), "--device", "cpu", "--seed", "5", "--no-timing",
+                               "--workloads", "smallest:1", "--trials", "1", "--run-dir", str(run_dir), *extra],
+                              env=env, capture_output=True, text=True, timeout=LIMIT_S, cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        traces = load_traces(run_dir / "traces.jsonl")
+        statuses[name] = [(t.definition, t.workload.uuid, t.evaluation.status.value) for t in traces]
+        lanes = {(t.evaluation.environment or {}).get("lane") for t in traces}
+        assert lanes == ({None} if name == "serial" else {"cpu0", "cpu1"}), lanes
+    assert statuses["pool"] == statuses["serial"] and len(statuses["serial"]) == 3  # the same order too
+
+
+def test_an_executor_option_that_cannot_work_is_one_line(shared: dict[str, Path]):
+    bad = solbench(shared, "--lanes", "zero", "--no-timing")
+    assert bad.returncode == 2 and "--lanes" in bad.stderr and "Traceback" not in bad.stderr
+    stray = solbench(shared, "--address", "10.0.0.1:6379", "--no-timing")
+    assert stray.returncode == 2 and "--executor ray" in stray.stderr

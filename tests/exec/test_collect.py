@@ -15,11 +15,12 @@ def _traces(count: int) -> list[Trace]:
 def test_arrival_order_hands_each_trace_on_at_once() -> None:
     a, b, c = _traces(3)
     seen: list[Trace] = []
-    collector = Collector(2, seen.append)
+    indices: list[int] = []
+    collector = Collector(2, lambda index, trace: (indices.append(index), seen.append(trace)))
     collector.add(1, c)
     collector.add(0, a)
     collector.add(0, b)
-    assert seen == [c, a, b]
+    assert seen == [c, a, b] and indices == [1, 0, 0]
     collector.finish(1)
     collector.finish(0)
     assert collector.results() == [a, b, c] and collector.all_finished()
@@ -29,7 +30,7 @@ def test_arrival_order_hands_each_trace_on_at_once() -> None:
 def test_job_order_holds_later_jobs_back_until_earlier_ones_finish() -> None:
     a, b, c, d = _traces(4)
     seen: list[Trace] = []
-    collector = Collector(3, seen.append, ordered=True)
+    collector = Collector(3, lambda index, trace: seen.append(trace), ordered=True)
     collector.add(2, d)
     collector.add(1, c)
     assert seen == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -120,6 +121,38 @@ def _compile_modes(value: str) -> tuple[str, ...] | None:
     return modes
 
 
+def _run_pipeline(pipeline: Any, inputs: Any, done: set, progress: Any, sink: Any) -> Any:
+    """pipeline.run; an executor that cannot run here (no Ray, no cluster, lanes that never start) is one line, exit code 2."""
+    from solbench.exec import LaneError, RayUnavailable
+    from solbench.exec.pool import PoolError
+
+    try:
+        return pipeline.run(inputs, done, progress.trace, progress.error, write_extra=sink, report=_write_report)
+    except (LaneError, RayUnavailable, PoolError) as exc:
+        print(f"error: --executor {inputs.execution.executor}: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+
+
+def _execution(executor: str, lanes: str | None, address: str | None) -> Any:
+    """The run's Execution from --executor/--lanes/--address, checked before anything runs."""
+    from solbench.exec import EXECUTORS
+    from solbench.exec.lanes import LaneError, parse_lanes
+    from solbench.score.jobs import Execution
+
+    if executor not in EXECUTORS:
+        raise typer.BadParameter(f"expected one of {', '.join(EXECUTORS)}, got {executor!r}", param_hint="--executor")
+    if lanes is not None and executor == "serial":
+        executor = "pool"
+    if address is not None and executor != "ray":
+        raise typer.BadParameter("--address names a Ray cluster: use it with --executor ray", param_hint="--address")
+    if lanes is not None and lanes != "all" and "," not in lanes:
+        try:
+            parse_lanes(lanes)
+        except LaneError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--lanes") from None
+    return Execution(executor, lanes, address)
+
+
 @app.command("run")
 @reports_user_errors
 def run_command(
@@ -134,6 +167,9 @@ def run_command(
     baseline_solutions: Annotated[Optional[Path], typer.Option("--baseline-solutions", help="A folder of registered baseline solutions (JSON files, e.g. <problem>/<name>.json): candidates for T_b.")] = None,
     rebuild_baselines: Annotated[bool, typer.Option("--rebuild-baselines", help="Measure the baselines again even where current ones exist.")] = False,
     compile_modes: CompileModesOption = "auto",
+    executor: Annotated[str, typer.Option("--executor", help="Where the jobs run: serial (here, one after another), pool (lanes of this host, see --lanes) or ray (tasks on a Ray cluster, see --address; pip install 'solbench[ray]').")] = "serial",
+    lanes: Annotated[Optional[str], typer.Option("--lanes", "--gpus", help="Lanes of a pool: all, N or GPU indices such as 0,1 (one lane per GPU); without a GPU, N CPU lanes. Implies --executor pool.")] = None,
+    address: Annotated[Optional[str], typer.Option("--address", help="With --executor ray: auto or HOST:PORT of a running cluster (default: a local Ray started for this run).")] = None,
     device: DeviceOption = "auto",
     trials: TrialsOption = 3,
     timeout: TimeoutOption = 300.0,
@@ -157,6 +193,7 @@ def run_command(
 
     if resume and run_dir is None:
         raise typer.BadParameter("--resume continues a run folder: name it with --run-dir", param_hint="--resume")
+    execution = _execution(executor, lanes, address)
     modes = _compile_modes(compile_modes)
     found = [loaded for path in _default_paths(paths) for loaded in scan(path, synthesize_missing_blobs=synthesize_missing_blobs)]
     flag_duplicate_names(found)
@@ -188,12 +225,12 @@ def run_command(
     sink, done_elsewhere = _trace_sink(output, resume)
     inputs = pipeline.RunInputs(selection=selection, solutions=given, options=options, device=device_name, spec=spec, run_dir=folder,
                                 baseline_dir=baselines or DEFAULT_DIR, registered=registered, rebuild=rebuild_baselines, resume=resume,
-                                compile_modes=modes,
+                                compile_modes=modes, execution=execution,
                                 notes=[spec_note] if spec_note and spec is None else [])
     store = pipeline.open_store(inputs)[0] if timing else None
     total = pipeline.pending_counts(inputs, store, done | done_elsewhere)
     with _RunProgress(total, len(selection)) as progress:
-        outcome = pipeline.run(inputs, done | done_elsewhere, progress.trace, progress.error, write_extra=sink, report=_write_report)
+        outcome = _run_pipeline(pipeline, inputs, done | done_elsewhere, progress, sink)
     for line in _summary_lines(outcome.summary):
         console.print(line, highlight=False, soft_wrap=True)
     for loaded in refused:

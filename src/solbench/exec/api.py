@@ -15,7 +15,8 @@ EXECUTORS = ("serial", "pool", "ray")
 
 
 def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, *, executor: str = "serial", lanes: int | str | list[str] | None = None,
-                  address: str | None = None, on_trace: Callable[[Trace], None] | None = None, ordered: bool = False) -> list[Trace]:
+                  address: str | None = None, on_trace: Callable[[Trace], None] | None = None, ordered: bool = False,
+                  on_job_trace: Callable[[int, Trace], None] | None = None) -> list[Trace]:
     """Evaluate every job; the traces in job order (within a job, in the evaluator's order).
 
     executor: serial (here, one job after another), pool (lanes of this host: "all", N or GPU
@@ -23,13 +24,15 @@ def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, *, executor: str = 
     ray (tasks on the cluster at `address`, auto or HOST:PORT; none: a local Ray started here).
     on_trace is called here, in this process, with each trace as it arrives (ordered=True: in job
     order, so that a file it writes is the same whatever the executor). Statuses do not depend on
-    the executor: each job runs the same evaluator with the same options (the device aside)."""
+    the executor: each job runs the same evaluator with the same options (the device aside).
+    on_job_trace, where given, is called instead with (the job's index in `jobs`, trace)."""
     jobs = list(jobs)
     if executor not in EXECUTORS:
         from solbench.exec.lanes import LaneError
 
         raise LaneError(f"--executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
-    collector = Collector(len(jobs), on_trace, ordered)
+    deliver = on_job_trace if on_job_trace is not None else (lambda index, trace: on_trace(trace)) if on_trace is not None else None
+    collector = Collector(len(jobs), deliver, ordered)
     if not jobs:
         return []
     if executor == "serial":

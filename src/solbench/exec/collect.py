@@ -12,7 +12,7 @@ class Collector:
     ordered=True it sees them in job order (a job's traces as they arrive once every earlier job has
     finished), so a file written from on_trace has the same order however many lanes ran."""
 
-    def __init__(self, count: int, on_trace: Callable[[Trace], None] | None, ordered: bool = False):
+    def __init__(self, count: int, on_trace: Callable[[int, Trace], None] | None, ordered: bool = False):
         self.traces: list[list[Trace]] = [[] for _ in range(count)]
         self.finished = [False] * count
         self._on_trace, self._ordered = on_trace, ordered
@@ -42,7 +42,7 @@ class Collector:
             for trace in self.traces[index][self._delivered[index]:]:
                 self._delivered[index] += 1
                 if self._on_trace is not None:
-                    self._on_trace(trace)
+                    self._on_trace(index, trace)
 
     def _ordered_indices(self) -> list[int]:
         """Jobs whose traces may go out now: the finished prefix and the first unfinished job."""

@@ -21,12 +21,21 @@ LANE_DIED_FLAG = "lane-died"  # the process evaluating the job died twice
 @dataclass(frozen=True, eq=False)
 class Job:
     """Evaluate `solution` on `problem`: the given workloads (None: all of them, plus hidden ones),
-    less those whose uuid is in `skip` (a resumed run)."""
+    less those whose uuid is in `skip` (a resumed run). `trusted` code (references and torch.compile
+    of them) skips the static analysis; `tag` says what the job is for (a baseline candidate's name,
+    a solution set)."""
 
     problem: Problem
     solution: Solution
     workloads: list[Workload] | None = None
     skip: frozenset[str] = field(default_factory=frozenset)
+    trusted: bool = False
+    tag: str = ""
+
+    @property
+    def pending(self) -> int:
+        """Published workloads still to evaluate."""
+        return len(self.remaining(()))
 
     def remaining(self, done: Iterable[str]) -> list[Workload]:
         """The published workloads not yet evaluated (hidden ones are drawn in the evaluation and unknown here)."""
@@ -39,8 +48,12 @@ def evaluate_job(job: Job, options: EvalOptions, emit: Callable[[Trace], None], 
     """Evaluate one job, handing each trace to emit as it is known; `done`: workloads already
     evaluated by an earlier attempt. An exception becomes a failed trace for each workload left,
     so that one job's failure never stops the others, wherever the job runs."""
+    import dataclasses
+
     from solbench.bench.orchestrator import evaluate
 
+    if job.trusted and options.static_analysis:
+        options = dataclasses.replace(options, static_analysis=False)
     seen = set(done)
     if job.workloads is not None and not job.remaining(seen):
         return  # nothing left (a resumed run): no workers to start

@@ -16,7 +16,7 @@ from solbench.data.trace import Trace
 from solbench.data.workload import Workload
 from solbench.score.baselines import (EAGER, BaselineFile, CandidateResult, candidate_result, candidate_solutions, compile_modes_for,
                                       definition_hash, make_entry, record_traces, save_baselines)
-from solbench.score.jobs import Job, evaluate_jobs
+from solbench.score.jobs import Execution, Job, evaluate_jobs
 
 
 @dataclass
@@ -55,7 +55,8 @@ def baseline_jobs(selection: list[tuple[Problem, list[Workload]]], store: Baseli
 
 def build_baselines(selection: list[tuple[Problem, list[Workload]]], store: BaselineFile, store_path: Path, options: EvalOptions,
                     registered: Iterable[Solution] = (), rebuild: bool = False, compile_modes: Iterable[str] | None = None,
-                    on_trace: Callable[[Job, Trace], None] | None = None, on_error: Callable[[Job, str], None] | None = None) -> BuildOutcome:
+                    on_trace: Callable[[Job, Trace], None] | None = None, on_error: Callable[[Job, str], None] | None = None,
+                    execution: Execution = Execution()) -> BuildOutcome:
     """Make the missing entries of `store` (saved to store_path, its traces beside it) for the selection."""
     from solbench.bench.orchestrator import resolve_device
 
@@ -65,7 +66,7 @@ def build_baselines(selection: list[tuple[Problem, list[Workload]]], store: Base
     outcome = BuildOutcome(reused=sum(len(w) for _, w in selection) - len({(j.problem.name, w.uuid) for j in jobs for w in j.workloads}))
     if not jobs:
         return outcome
-    results = evaluate_jobs(jobs, dataclasses.replace(options, hidden=0), on_trace, on_error)
+    results = evaluate_jobs(jobs, dataclasses.replace(options, hidden=0), on_trace, on_error, execution)
     by_workload: dict[tuple[str, str], list[CandidateResult]] = {}
     sol: dict[tuple[str, str], float] = {}
     problems = {job.problem.name: job.problem for job in jobs}

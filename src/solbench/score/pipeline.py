@@ -9,6 +9,8 @@ used as the solution's trace instead of evaluating it twice.
 
 from __future__ import annotations
 
+import dataclasses
+
 import datetime
 import shutil
 import time
@@ -27,7 +29,7 @@ from solbench.score.aggregate import score_workload
 from solbench.score.baselines import (GPU_COMPILE_MODES, BaselineFile, baseline_path, hardware_key, load_baselines, now,
                                       versions)
 from solbench.score.build import BuildOutcome, baseline_jobs, build_baselines
-from solbench.score.jobs import Job, evaluate_jobs
+from solbench.score.jobs import Execution, Job, evaluate_jobs
 from solbench.score.run_summary import build_summary
 from solbench.score.summary import RunSummary
 from solbench.sol.hardware import HardwareSpec
@@ -51,6 +53,7 @@ class RunInputs:
     compile_modes: tuple[str, ...] | None = None  # torch.compile modes among the candidates; None: compile_modes_for(device)
     resume: bool = False
     notes: list[str] = field(default_factory=list)
+    execution: Execution = field(default_factory=Execution)  # where the jobs run (serial, a pool of lanes, Ray)
 
 
 @dataclass
@@ -122,7 +125,7 @@ def run(inputs: RunInputs, done: set[tuple[str, str | None, str]], on_trace: Cal
     if inputs.options.timing:
         store, store_path = open_store(inputs)
         outcome = build_baselines(inputs.selection, store, store_path, inputs.options, inputs.registered, inputs.rebuild,
-                                  compile_modes=modes_for(inputs), on_trace=on_trace, on_error=on_error)
+                                  compile_modes=modes_for(inputs), on_trace=on_trace, on_error=on_error, execution=inputs.execution)
         errors += outcome.errors
     else:
         inputs.notes.append("--no-timing: no latencies, so no baselines and no scores")
@@ -140,13 +143,14 @@ def run(inputs: RunInputs, done: set[tuple[str, str | None, str]], on_trace: Cal
         for solution, set_name in solutions_of(inputs, problem):
             sets[(problem.name, solution.name)] = set_name
             skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}
-            job = Job(problem, solution, workloads, skip=skip, trusted=set_name == REFERENCE_SET, tag=set_name)
+            job = Job(problem, solution, workloads, skip=frozenset(skip), trusted=set_name == REFERENCE_SET, tag=set_name)
             if set_name == REFERENCE_SET:  # the eager candidate's trace, where the baselines were built now
                 for workload in workloads:
                     reused = outcome.eager_traces.get((problem.name, workload.uuid))
                     if reused is not None and workload.uuid not in skip:
                         keep(job, reused.model_copy(deep=True))
                         skip.add(workload.uuid)
+                job = dataclasses.replace(job, skip=frozenset(skip))
             if job.pending:
                 jobs.append(job)
 
@@ -154,7 +158,7 @@ def run(inputs: RunInputs, done: set[tuple[str, str | None, str]], on_trace: Cal
         keep(job, trace)
         on_trace(job, trace)
 
-    for result in evaluate_jobs(jobs, inputs.options, solution_trace, on_error):
+    for result in evaluate_jobs(jobs, inputs.options, solution_trace, on_error, inputs.execution):
         if result.error is not None:
             errors.append(result.error)
     return finish(inputs, store, sets, created, started, errors, report)
