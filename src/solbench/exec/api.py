@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from solbench.data.trace import Trace
 from solbench.exec.collect import Collector
-from solbench.exec.jobs import Job, evaluate_job
+from solbench.exec.jobs import Job, evaluate_job, kept_workers
 
 if TYPE_CHECKING:
     from solbench.bench.orchestrator import EvalOptions
@@ -36,9 +36,10 @@ def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, *, executor: str = 
     if not jobs:
         return []
     if executor == "serial":
-        for index, job in enumerate(jobs):
-            evaluate_job(job, options, lambda trace, index=index: collector.add(index, trace))
-            collector.finish(index)
+        with kept_workers(options) as workers:
+            for index, job in enumerate(jobs):
+                evaluate_job(job, options, lambda trace, index=index: collector.add(index, trace), workers=workers)
+                collector.finish(index)
     elif executor == "pool":
         from solbench.exec.lanes import plan_lanes
         from solbench.exec.pool import run_pool

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable
+import contextlib
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from solbench.data.problem import Problem
 from solbench.data.solution import Solution
@@ -13,6 +14,7 @@ from solbench.data.workload import Workload
 
 if TYPE_CHECKING:
     from solbench.bench.orchestrator import EvalOptions
+    from solbench.bench.workers import WorkerPair
 
 STOPPED_FLAG = "evaluation-stopped"  # the evaluation raised: the harness, not the solution, stopped it
 LANE_DIED_FLAG = "lane-died"  # the process evaluating the job died twice
@@ -44,10 +46,28 @@ class Job:
         return [workload for workload in chosen if workload.uuid not in excluded]
 
 
-def evaluate_job(job: Job, options: EvalOptions, emit: Callable[[Trace], None], done: frozenset[str] = frozenset()) -> None:
+@contextlib.contextmanager
+def kept_workers(options: EvalOptions) -> Iterator[WorkerPair | None]:
+    """One worker pair for a sequence of jobs: its trusted reference worker stays alive from problem to
+    problem (start-up paid once); every job still gets a fresh solution worker of its own."""
+    from solbench.bench.orchestrator import resolve_device
+    from solbench.bench.workers import WorkerPair
+
+    try:
+        device = resolve_device(options.device)
+    except RuntimeError:  # no such device here: each job's own evaluation says so in its traces
+        yield None
+        return
+    with WorkerPair.for_options(device, options) as pair:
+        yield pair
+
+
+def evaluate_job(job: Job, options: EvalOptions, emit: Callable[[Trace], None], done: frozenset[str] = frozenset(),
+                 workers: WorkerPair | None = None) -> None:
     """Evaluate one job, handing each trace to emit as it is known; `done`: workloads already
-    evaluated by an earlier attempt. An exception becomes a failed trace for each workload left,
-    so that one job's failure never stops the others, wherever the job runs."""
+    evaluated by an earlier attempt; `workers`: a pair kept across jobs (kept_workers), else the
+    evaluation starts its own. An exception becomes a failed trace for each workload left, so that
+    one job's failure never stops the others, wherever the job runs."""
     import dataclasses
 
     from solbench.bench.orchestrator import evaluate
@@ -63,7 +83,7 @@ def evaluate_job(job: Job, options: EvalOptions, emit: Callable[[Trace], None], 
         emit(trace)
 
     try:
-        evaluate(job.problem, job.solution, options, workloads=job.workloads, skip=set(job.skip) | seen, on_trace=on_trace)
+        evaluate(job.problem, job.solution, options, workloads=job.workloads, skip=set(job.skip) | seen, on_trace=on_trace, workers=workers)
     except Exception as exc:  # noqa: BLE001 - reported in the traces of the workloads it stopped
         for trace in failure_traces(job, seen, f"evaluation stopped: {one_line(exc)}", STOPPED_FLAG):
             emit(trace)

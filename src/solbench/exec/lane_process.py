@@ -15,20 +15,21 @@ def serve(connection: Connection) -> None:
     """Messages in: the lane's name and options first, then (job index, job, workload uuids already done) or
     None (stop). Out: ("ready", pid), ("trace", index, trace) for each trace as it is known, ("done",
     index) after each job."""
-    from solbench.exec.jobs import evaluate_job, noting_lane
+    from solbench.exec.jobs import evaluate_job, kept_workers, noting_lane
 
     name, options = connection.recv()
     connection.send(("ready", os.getpid()))
-    while True:
-        try:
-            message = connection.recv()
-        except EOFError:
-            return
-        if message is None:
-            return
-        index, job, done = message
-        evaluate_job(job, options, noting_lane(name, lambda trace: connection.send(("trace", index, trace))), done)
-        connection.send(("done", index))
+    with kept_workers(options) as workers:  # the lane's reference worker lives as long as the lane
+        while True:
+            try:
+                message = connection.recv()
+            except EOFError:
+                return
+            if message is None:
+                return
+            index, job, done = message
+            evaluate_job(job, options, noting_lane(name, lambda trace: connection.send(("trace", index, trace))), done, workers=workers)
+            connection.send(("done", index))
 
 
 def _end_with_parent() -> None:
