@@ -80,36 +80,63 @@ def _subprocess_run(dataset: Path) -> int:
     return 0 if done.returncode == 0 and not uncovered else 1
 
 
-def _profile(dataset: Path, top: int, verbose: bool = False) -> int:
-    from solbench.sol.analysis import analyze, decomposition_for
-    from solbench.sol.capture import Captures
+def _profile_problem(task: tuple) -> tuple:
+    """One problem analysed as `solbench sol` does: (CPU s, wall s, name, workloads, captures, why concrete, failures)."""
+    from solbench.sol.analysis import analyze, problem_captures
+    from solbench.sol.api import policy_for
+
+    problem, hardware = task
+    began, cpu = time.monotonic(), time.process_time()
+    captures = problem_captures(problem)
+    failures = []
+    for workload in sorted(problem.workloads, key=lambda w: _size(problem, w)):  # as solbench sol does: small first
+        try:
+            analyze(problem, workload, hardware, policy_for(problem), captures)
+        except Exception as exc:  # noqa: BLE001 - counted and shown, the others go on
+            failures.append(f"{problem.name}/{workload.uuid[:8]}: {type(exc).__name__}: {str(exc)[:160]}")
+    return (time.process_time() - cpu, time.monotonic() - began, problem.name, len(problem.workloads), captures.captured,
+            captures.concrete_only or "", failures)
+
+
+def _profile(dataset: Path, top: int, verbose: bool = False, jobs: int = 1, save: Path | None = None) -> int:
     from solbench.sol.hardware import get_hardware
     from solbench.data.loaders import load_problems
 
     hardware = get_hardware("H200")
     problems = load_problems([dataset], synthesize_missing_blobs=True)
-    rows = []
     started = time.monotonic()
-    failures = 0
-    for problem in problems:
-        began = time.monotonic()
-        captures = Captures(problem, decomposition_for)
-        for workload in sorted(problem.workloads, key=lambda w: _size(problem, w)):  # as solbench sol does: small first
-            try:
-                analyze(problem, workload, hardware, "relaxed", captures)
-            except Exception as exc:  # noqa: BLE001 - counted and shown, the others go on
-                failures += 1
-                print(f"{problem.name}/{workload.uuid[:8]}: {type(exc).__name__}: {str(exc)[:160]}")
-        rows.append((time.monotonic() - began, problem.name, len(problem.workloads), captures.captured, captures.concrete_only or ""))
-        if verbose:
-            print(f"{rows[-1][0]:7.2f} s  {problem.name}: {rows[-1][2]} workloads, {rows[-1][3]} captures  {rows[-1][4][:100]}", flush=True)
+    tasks = [(problem, hardware) for problem in problems]
+    if jobs > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            done = pool.map(_profile_problem, tasks)
+            rows = []
+            for row in done:
+                rows.append(row)
+                if verbose:
+                    print(f"{row[0]:7.2f} s CPU  {row[2]}: {row[3]} workloads, {row[4]} captures  {row[5][:100]}", flush=True)
+    else:
+        rows = []
+        for task in tasks:
+            rows.append(_profile_problem(task))
+            if verbose:
+                row = rows[-1]
+                print(f"{row[0]:7.2f} s CPU  {row[2]}: {row[3]} workloads, {row[4]} captures  {row[5][:100]}", flush=True)
     total = time.monotonic() - started
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    workloads = sum(r[2] for r in rows)
-    captured = sum(r[3] for r in rows)
-    print(f"{len(problems)} problems, {workloads} workloads in {total:.1f} s ({captured} captures), peak RSS {peak_mb:.0f} MB, {failures} failures")
-    for seconds, name, count, made, why in sorted(rows, reverse=True)[:top]:
-        print(f"  {seconds:6.2f} s  {name}: {count} workloads, {made} captures  {why[:90]}")
+    workloads = sum(r[3] for r in rows)
+    captured = sum(r[4] for r in rows)
+    failures = [line for r in rows for line in r[6]]
+    for line in failures:
+        print(line)
+    print(f"{len(problems)} problems, {workloads} workloads in {total:.1f} s wall, {sum(r[0] for r in rows):.1f} s CPU in the analyses "
+          f"({captured} captures), peak RSS {peak_mb:.0f} MB (this process), {len(failures)} failures")
+    for cpu, wall, name, count, made, why, _ in sorted(rows, reverse=True)[:top]:
+        print(f"  {cpu:6.2f} s CPU {wall:6.2f} s wall  {name}: {count} workloads, {made} captures  {why[:90]}")
+    if save is not None:
+        save.write_text(json.dumps([{"problem": r[2], "cpu_s": r[0], "wall_s": r[1], "workloads": r[3], "captures": r[4]} for r in rows], indent=1))
     return 1 if failures else 0
 
 
@@ -126,10 +153,12 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="analyse in this process and list the slowest problems")
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--verbose", action="store_true", help="with --profile: a line per problem as it is done")
+    parser.add_argument("--jobs", type=int, default=1, help="with --profile: problems analysed in this many processes (CPU times stay per problem)")
+    parser.add_argument("--save", type=Path, help="with --profile: write each problem's CPU and wall time to this JSON file")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         dataset = _dataset(args.dataset, Path(scratch))
-        return _profile(dataset, args.top, args.verbose) if args.profile else _subprocess_run(dataset)
+        return _profile(dataset, args.top, args.verbose, args.jobs, args.save) if args.profile else _subprocess_run(dataset)
 
 
 if __name__ == "__main__":

@@ -114,7 +114,19 @@ def analyze_problem_workloads(task: tuple) -> list[SolResult | Issue]:
         except Exception as exc:  # noqa: BLE001 - one problem's failure must not stop the others
             message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             done[workload.uuid] = Issue(f"cannot analyse workload {workload.uuid[:8]}: {type(exc).__name__}: {message}", problem.source)
+    _forget_fake_dispatch_cache()
     return [done[workload.uuid] for workload in chosen]
+
+
+def _forget_fake_dispatch_cache() -> None:
+    """FakeTensorMode's dispatch cache of concrete captures is class-wide and never shrinks: its
+    entries serve the workloads of one problem, so it is emptied after each (a worker analyses
+    dozens of problems)."""
+    import sys
+
+    fake_tensor = sys.modules.get("torch._subclasses.fake_tensor")
+    if fake_tensor is not None:
+        fake_tensor.FakeTensorMode.cache.clear()
 
 
 def _input_bytes(problem: Problem, workload: Workload) -> int:

@@ -64,7 +64,10 @@ def scalar_key(problem: Problem, workload: Workload) -> tuple:
                  if isinstance(spec, ScalarInput) and name in problem.definition.inputs)
 
 
-def capture_symbolic(problem: Problem, workload: Workload, decompose: Any = None) -> SymbolicCapture:
+def capture_symbolic(problem: Problem, workload: Workload, decompose: Any = None, fake_cache: bool = False) -> SymbolicCapture:
+    """The reference captured with symbolic axis sizes. FakeTensorMode's dispatch cache is off by
+    default here: with symbolic sizes almost every op misses it, and building each entry (checking
+    its outputs' symbolic sizes) costs as much as the op itself; the graph is the same either way."""
     import torch
     from torch._dynamo.source import ConstantSource
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -93,6 +96,7 @@ def capture_symbolic(problem: Problem, workload: Workload, decompose: Any = None
         return int(value.xreplace(hints)) if hasattr(value, "xreplace") else value
 
     mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+    mode.cache_enabled = mode.cache_enabled and fake_cache
     try:
         arguments: dict[str, Any] = {}
         for name, declared in definition.inputs.items():
