@@ -217,10 +217,11 @@ def test_triton_kernel_passes_under_the_interpreter(cache_root: Path, monkeypatc
         assert_passed(trace)
 
 
-def test_triton_kernel_without_the_interpreter_is_a_runtime_error(cache_root: Path, monkeypatch: pytest.MonkeyPatch):
-    """The control of the test above: the variable is what makes the kernel run in the workers."""
+def test_triton_kernel_with_the_interpreter_turned_off_is_a_runtime_error(cache_root: Path, monkeypatch: pytest.MonkeyPatch):
+    """The control of the test above: the interpreter is what makes the kernel run in CPU workers (they get
+    TRITON_INTERPRET=1 by themselves unless the variable says otherwise)."""
     pytest.importorskip("triton")
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
     run = run_solution("triton_scale", cache_root, workloads=["vs-n0016"], trials=1)
     assert_failed(run.traces[0], Status.RUNTIME_ERROR, r"active drivers")
 
@@ -546,3 +547,21 @@ def test_eval_options_are_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         options.trials = 1  # type: ignore[misc]
     assert dataclasses.replace(options, trials=1).trials == 1 and options.trials == 5
+
+
+def test_below_a_measured_cpu_bound_is_a_flag_not_a_verdict(tmp_path, cache_root):
+    """A CPU spec's ceilings are measured here (possibly on a busy machine): a time below its T_SOL is flagged for
+    audit and stays PASSED, where a datasheet spec makes it REWARD_HACK (the test above)."""
+    import yaml
+
+    from solbench.sol.hardware import get_hardware
+
+    slow = get_hardware("H200").model_dump(mode="json")
+    slow.update(name="cpu-snail", vendor="CPU", dram={"capacity_gb": 1, "bandwidth_tbps": 1e-9})
+    path = tmp_path / "cpu-snail.yaml"
+    path.write_text(yaml.safe_dump(slow))
+    run = run_solution("pytorch_dps", cache_root, workloads=["vs-n0016"], hardware=str(path))
+    evaluation = run.traces[0].evaluation
+    assert evaluation.status == Status.PASSED, evaluation.log
+    assert evaluation.flags == ["faster-than-sol"] and evaluation.performance.latency_ms < evaluation.performance.sol_ms
+    assert "not judged: the CPU spec's ceilings are measured" in evaluation.log

@@ -69,6 +69,7 @@ class EvaluationRun:
         self.device = resolve_device(options.device)
         self.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(2**31)
         self._own_workers = workers is None
+        self._bound_measured = False  # T_SOL from a CPU spec's measured ceilings: faster-than-sol is a flag, not a verdict
         if workers is None:
             workers = WorkerPair.for_options(self.device, options)
         elif workers.device != self.device:
@@ -142,6 +143,7 @@ class EvaluationRun:
         self.workers.worker_output = []
         correctness: Correctness | None = None
         performance: Performance | None = None
+        measured_bound_flags: list[str] = []
         try:
             comparison, apparent = self._check(workload, deadline, log)
             status, correctness = comparison.status, _correctness(comparison, self.options.trials)
@@ -152,9 +154,12 @@ class EvaluationRun:
                 if self.options.timing and not workload.uuid.startswith((HIDDEN_PREFIX, UNALIGNED_PREFIX)):
                     performance, correctness.verified_timed_calls = self._time(workload, deadline, log)
                 finding = verdicts.faster_than_sol(performance, self.environment.get("hardware", "the hardware spec"))
-                if finding:
+                if finding and not self._bound_measured:
                     status = Status.REWARD_HACK
                     log.append(finding)
+                elif finding:  # a CPU spec's ceilings were measured on a machine that may have been busy: no evidence of a hack
+                    measured_bound_flags.append(verdicts.FASTER_THAN_SOL)
+                    log.append(finding.replace("REWARD_HACK [faster-than-sol]", "note [faster-than-sol, not judged: the CPU spec's ceilings are measured]"))
         except Outcome as outcome:
             status, correctness, performance = outcome.status, None, None
             if status == Status.REWARD_HACK:
@@ -170,6 +175,7 @@ class EvaluationRun:
             flags = verdicts.shape_generality(status, self.published_passed, log)
         elif status == Status.PASSED:
             self.published_passed = True
+        flags = (flags or []) + measured_bound_flags or None
         self.workers.collect_output()
         output = self._take_worker_output()
         if output:
@@ -310,6 +316,7 @@ class EvaluationRun:
             if spec is None:
                 return None  # a CPU: no datasheet spec to bound it with
             self.environment["hardware"] = spec.name
+            self._bound_measured = spec.vendor == "CPU"
             if self._captures is None:
                 from solbench.sol.analysis import problem_captures
 

@@ -94,6 +94,9 @@ def timed_calls_handed_back(answer: TimeAnswer, check: list[int]) -> list[int]:
     return wanted
 
 
+FASTER_THAN_SOL = "faster-than-sol"
+
+
 def faster_than_sol(performance: Performance | None, hardware: str) -> str | None:
     """Faster than physics: a wrong bound or a hack, never a win (the finding, or None)."""
     if performance is None or performance.sol_ms is None or performance.latency_ms is None or performance.latency_ms >= performance.sol_ms:
