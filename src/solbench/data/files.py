@@ -75,9 +75,14 @@ def write_text_safely(path: Path, text: str, *, overwrite: bool = False) -> None
     if path.exists() and not overwrite:
         raise SpecError("exists already; refusing to overwrite it (pass overwrite to replace it)", path=path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, text)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, so that a reader never sees half a file."""
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
             stream.write(text)
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes owner-only files; use the usual mode
         os.replace(temporary, path)

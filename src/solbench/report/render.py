@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 from pydantic import ValidationError
 
 from solbench.data.errors import SpecError, issues_from_validation_error
+from solbench.data.files import write_atomically
 from solbench.report.content import ReportContent, gather
 from solbench.report.figures import suite_names
 from solbench.report.html import SuiteFigure, render_html
@@ -80,25 +80,6 @@ def _check_replaceable(path: Path, summary: RunSummary, run_dir: Path) -> None:
         raise SpecError("exists and is not a previous report of this run; move it away (solbench report never overwrites other files)", path=path)
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    """Write through a temporary file in the same folder, so that a reader never sees half a report."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes 0600 files; a report is as readable as any file written here
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
-
-
 def _workers_for(problems: int) -> int:
     """Processes to draw rooflines in: one per PARALLEL_CHUNK problems up to the cores here; one
     (this process) for small reports, where starting a process costs more than it saves."""
@@ -150,5 +131,5 @@ def write_report(run_dir: Path) -> list[Path]:
     markdown = render_markdown(content, marker)
     html = render_html(content, figures, marker)
     for path, text in zip(targets, (markdown, html)):
-        _write_atomically(path, text)
+        write_atomically(path, text)
     return targets
