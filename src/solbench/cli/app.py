@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
@@ -131,6 +132,9 @@ def _progress_line(trace: Any) -> None:
     error_console.print(f"{trace.definition} / {trace.workload.uuid[:8]}: {evaluation.status.value}  {detail}", markup=False)
 
 
+HardwareOption = Annotated[Optional[str], typer.Option("--hardware", envvar="SOLBENCH_HARDWARE", show_envvar=True,
+                                                       help="Hardware spec (name or YAML) that prices T_SOL. Default: the GPU's datasheet entry; "
+                                                            "on a CPU, a spec of this CPU calibrated once and cached.")]
 DeviceOption = Annotated[str, typer.Option(help="auto (cuda if available), cpu, cuda or cuda:N.")]
 PolicyOption = Annotated[str, typer.Option(help="Precision policy: relaxed (any precision within the tolerance; the default), strict (fp32 work must keep fp32 accuracy; downgrades are REWARD_HACK), or auto (the problem's own precision_policy, else relaxed). Also prices T_SOL.")]
 InputProfileOption = Annotated[str, typer.Option("--input-profile", help="How random inputs without a declared distribution are drawn: plain, sol-execbench (the public harness's rules), or auto (sol-execbench for data in the public layout, plain for solbench's own).")]
@@ -174,3 +178,30 @@ def main() -> None:
             raise
         print(f"solbench: internal error: {type(exc).__name__}: {exc} (set SOLBENCH_DEBUG=1 for the traceback)", file=sys.stderr)
         sys.exit(2)
+
+
+def _problems_to_run(paths: list[Path] | None, synthesize_missing_blobs: bool = False) -> tuple[list[Any], list[Any]]:
+    """The problems under the paths (default: the bundled ones) and those refused, each refused one's errors
+    printed one per line: a problem that does not load never stops the others."""
+    from solbench.data.loaders import flag_duplicate_names, scan
+
+    found = [loaded for path in _default_paths(paths) for loaded in scan(path, synthesize_missing_blobs=synthesize_missing_blobs)]
+    flag_duplicate_names(found)
+    refused = [loaded for loaded in found if not loaded.ok and loaded.kind not in {"solution", "traces"}]
+    for loaded in refused:
+        for issue in loaded.errors:
+            _print_issue(issue)
+    return [loaded.problem for loaded in found if loaded.problem is not None], refused
+
+
+def _device_defaults(options: Any, workloads: str) -> tuple[Any, str, str]:
+    """(options, device, workloads) for a run on the resolved device: workloads auto is all on a GPU and the two
+    smallest on a CPU, where the timing budget is smaller too."""
+    from solbench.bench.orchestrator import resolve_device
+
+    device = resolve_device(options.device)
+    if workloads == "auto":
+        workloads = "all" if device.startswith("cuda") else "smallest:2"
+    if device == "cpu":
+        options = dataclasses.replace(options, budget_s=2.0, min_iterations=5, verify_timed=1)
+    return options, device, workloads

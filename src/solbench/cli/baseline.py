@@ -8,9 +8,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .app import (DeviceOption, PathsArgument, PolicyOption, SandboxOption, SeedOption, TimeoutOption, TrialsOption, _default_paths,
-                  _evaluation_options, _print_issue, _sandbox_mode, app, console, error_console, reports_user_errors)
-from .evaluate import CompileModesOption, HardwareOption, _compile_modes
+from .app import (DeviceOption, HardwareOption, PathsArgument, PolicyOption, SandboxOption, SeedOption, TimeoutOption, TrialsOption, _device_defaults,
+                  _evaluation_options, _problems_to_run, _print_issue, _sandbox_mode, app, console, error_console, reports_user_errors)
+from .evaluate import CompileModesOption, _compile_modes
 from .workloads import choose_workloads as _choose_workloads
 
 baseline_app = typer.Typer(help="Scoring baselines (T_b): the fastest correct of the eager reference, torch.compile and registered baselines.",
@@ -37,28 +37,16 @@ def baseline_build(
     policy: PolicyOption = "auto",
 ) -> None:
     """Measure T_b for every problem and workload on this device; entries already current are kept."""
-    from solbench.bench.orchestrator import resolve_device
     from solbench.data.errors import SpecError
-    from solbench.data.loaders import flag_duplicate_names, scan
     from solbench.score.baselines import DEFAULT_DIR, baseline_path, solution_folder_solutions
     from solbench.score.pipeline import RunInputs, modes_for, open_store
     from solbench.score.build import build_baselines
     from solbench.sol.cpu_spec import run_hardware
 
     modes = _compile_modes(compile_modes)
-    found = [loaded for path in _default_paths(paths) for loaded in scan(path)]
-    flag_duplicate_names(found)
-    refused = [loaded for loaded in found if not loaded.ok and loaded.kind not in {"solution", "traces"}]
-    for loaded in refused:
-        for issue in loaded.errors:
-            _print_issue(issue)
-    problems = [loaded.problem for loaded in found if loaded.problem is not None]
+    problems, refused = _problems_to_run(paths)
     options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, True, policy, sandbox=_sandbox_mode(sandbox), hidden=0)
-    device_name = resolve_device(options.device)
-    if workloads == "auto":
-        workloads = "all" if device_name.startswith("cuda") else "smallest:2"
-    if device_name == "cpu":
-        options = dataclasses.replace(options, budget_s=2.0, min_iterations=5, verify_timed=1)
+    options, device_name, workloads = _device_defaults(options, workloads)
     if baseline_solutions is not None and not baseline_solutions.is_dir():
         raise SpecError("expected a folder of baseline solutions", path=baseline_solutions, field="--baseline-solutions")
     registered = solution_folder_solutions(baseline_solutions) if baseline_solutions else []

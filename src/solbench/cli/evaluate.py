@@ -9,8 +9,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .app import (ClockOption, CompileTimeoutOption, DeviceOption, InputProfileOption, OutputOption, PathsArgument, PolicyOption, SandboxOption,
-                  SeedOption, SynthesizeOption, TimeoutOption, TrialsOption, _default_paths, _evaluation_options, _input_profile, _print_issue,
+from .app import (ClockOption, CompileTimeoutOption, DeviceOption, HardwareOption, InputProfileOption, OutputOption, PathsArgument, PolicyOption,
+                  SandboxOption, SeedOption, SynthesizeOption, TimeoutOption, TrialsOption, _device_defaults, _evaluation_options, _problems_to_run, _input_profile, _print_issue,
                   _progress_line, _sandbox_mode, _trace_sink, app, console, error_console, reports_user_errors)
 from .workloads import choose_workloads as _choose_workloads
 
@@ -29,9 +29,7 @@ def eval_command(
     timeout: TimeoutOption = 300.0,
     compile_timeout: CompileTimeoutOption = 600.0,
     seed: SeedOption = None,
-    hardware: Annotated[Optional[str], typer.Option("--hardware", envvar="SOLBENCH_HARDWARE", show_envvar=True,
-                                                    help="Hardware spec (name or YAML) that prices T_SOL. Default: the GPU's datasheet entry; "
-                                                         "on a CPU, a spec of this CPU calibrated once and cached.")] = None,
+    hardware: HardwareOption = None,
     reference_latency: Annotated[bool, typer.Option("--reference-latency", help="Also time the reference the same way.")] = False,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time solutions that pass.")] = True,
     policy: PolicyOption = "auto",
@@ -99,9 +97,7 @@ def eval_command(
         raise typer.Exit(1)
 
 
-HardwareOption = Annotated[Optional[str], typer.Option("--hardware", envvar="SOLBENCH_HARDWARE", show_envvar=True,
-                                                       help="Hardware spec (name or YAML) that prices T_SOL. Default: the GPU's datasheet entry; "
-                                                            "on a CPU, a spec of this CPU calibrated once and cached.")]
+
 CompileModesOption = Annotated[str, typer.Option("--compile-modes", help="torch.compile modes among the baseline candidates, comma-separated, or none. "
                                                     "auto: default and max-autotune-no-cudagraphs on a GPU, none on a CPU (C++ builds take minutes there).")]
 SUMMARY_WIDTH = 100
@@ -183,9 +179,7 @@ def run_command(
     """The main job: evaluate the solutions (default: each problem's reference), build or reuse the
     baselines, score, write a run folder (traces, baselines, summary, report) and print a summary.
     A problem that does not load, or whose evaluation fails, is reported and the others go on."""
-    from solbench.bench.orchestrator import resolve_device
     from solbench.data.errors import SpecError
-    from solbench.data.loaders import flag_duplicate_names, scan
     from solbench.report.problem_tables import refusal_line
     from solbench.score import pipeline
     from solbench.score.baselines import DEFAULT_DIR, solution_folder_solutions
@@ -195,20 +189,10 @@ def run_command(
         raise typer.BadParameter("--resume continues a run folder: name it with --run-dir", param_hint="--resume")
     execution = _execution(executor, lanes, address)
     modes = _compile_modes(compile_modes)
-    found = [loaded for path in _default_paths(paths) for loaded in scan(path, synthesize_missing_blobs=synthesize_missing_blobs)]
-    flag_duplicate_names(found)
-    refused = [loaded for loaded in found if not loaded.ok and loaded.kind not in {"solution", "traces"}]
-    for loaded in refused:
-        for issue in loaded.errors:
-            _print_issue(issue)
-    problems = [loaded.problem for loaded in found if loaded.problem is not None]
+    problems, refused = _problems_to_run(paths, synthesize_missing_blobs)
     options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, timing, policy,
                                   static_analysis=True, sandbox=_sandbox_mode(sandbox), input_profile=_input_profile(input_profile))
-    device_name = resolve_device(options.device)
-    if workloads == "auto":
-        workloads = "all" if device_name.startswith("cuda") else "smallest:2"
-    if device_name == "cpu":
-        options = dataclasses.replace(options, budget_s=2.0, min_iterations=5, verify_timed=1)
+    options, device_name, workloads = _device_defaults(options, workloads)
     selection = [(problem, _choose_workloads(problem, workloads)) for problem in problems]
     given, unmatched = _solution_sets(solutions or [], {p.name for p in problems})
     for line in unmatched:

@@ -92,13 +92,10 @@ def run_hardware(hardware: str | None, device: str, folder: Path | None = None) 
     """The spec that prices T_SOL for a run on `device`: (what EvalOptions.hardware takes, the spec, a
     note). The one named (--hardware or $SOLBENCH_HARDWARE), else the GPU's datasheet entry, else on a
     CPU the cached calibrated spec (calibrated now on first use). A name that is unknown is a SpecError."""
-    from solbench.sol.calibrate import default_base_for
-    from solbench.sol.hardware import get_hardware
+    from solbench.sol.calibrate import spec_for_run
 
-    if hardware:
-        return hardware, get_hardware(hardware), None
-    if device.startswith("cuda"):
-        spec = default_base_for(device)
-        return (spec.name if spec else None), spec, None
+    if hardware or device.startswith("cuda"):
+        spec = spec_for_run(hardware, device)
+        return hardware or (spec.name if spec else None), spec, None
     spec, note = cached_cpu_spec(folder)
     return (str(cpu_spec_path(folder)) if spec is not None else None), spec, note
