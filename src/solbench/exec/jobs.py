@@ -14,6 +14,7 @@ from solbench.data.workload import Workload
 
 if TYPE_CHECKING:
     from solbench.bench.orchestrator import EvalOptions
+    from solbench.exec.collect import Collector
     from solbench.bench.workers import WorkerPair
 
 STOPPED_FLAG = "evaluation-stopped"  # the evaluation raised: the harness, not the solution, stopped it
@@ -95,6 +96,16 @@ def failure_traces(job: Job, done: Iterable[str], reason: str, flag: str) -> lis
     return [Trace(definition=job.problem.name, workload=workload, solution=job.solution.name,
                   evaluation=Evaluation(status=Status.RUNTIME_ERROR, log=reason, timestamp=stamp, flags=[flag]))
             for workload in job.remaining(done)]
+
+
+MAX_ATTEMPTS = 2  # a job whose lane or task dies is retried once, skipping the workloads it reported
+
+
+def give_up(collector: Collector, index: int, job: Job, reason: str) -> None:
+    """The job's workloads not yet reported become RUNTIME_ERROR traces flagged lane-died, and the job is finished."""
+    for trace in failure_traces(job, collector.done_uuids(index), reason, LANE_DIED_FLAG):
+        collector.add(index, trace)
+    collector.finish(index)
 
 
 def noting_lane(lane: str, emit: Callable[[Trace], None]) -> Callable[[Trace], None]:

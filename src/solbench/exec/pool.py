@@ -16,7 +16,7 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any
 
 from solbench.exec.collect import Collector
-from solbench.exec.jobs import LANE_DIED_FLAG, Job, failure_traces
+from solbench.exec.jobs import MAX_ATTEMPTS, Job, give_up
 from solbench.exec.lanes import Lane
 
 if TYPE_CHECKING:
@@ -134,12 +134,9 @@ def _lane_died(slot: _LaneSlot, jobs: list[Job], attempts: list[int], queue: deq
     slot.connection.close()
     slot.process = None
     if index is not None:
-        if attempts[index] < 2:
+        if attempts[index] < MAX_ATTEMPTS:
             queue.appendleft(index)  # retried first, skipping the workloads it reported
         else:
-            reason = (f"evaluation lane {slot.lane.name} died twice while evaluating this job (exit code {code}); "
-                      "it was retried once, skipping the workloads already done")
-            for trace in failure_traces(jobs[index], collector.done_uuids(index), reason, LANE_DIED_FLAG):
-                collector.add(index, trace)
-            collector.finish(index)
+            give_up(collector, index, jobs[index], f"evaluation lane {slot.lane.name} died twice while evaluating this job (exit code {code}); "
+                                                   "it was retried once, skipping the workloads already done")
     slot.start()

@@ -12,7 +12,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Iterator
 
 from solbench.exec.collect import Collector
-from solbench.exec.jobs import LANE_DIED_FLAG, Job, evaluate_job, failure_traces, noting_lane, one_line
+from solbench.exec.jobs import MAX_ATTEMPTS, Job, evaluate_job, give_up, noting_lane, one_line
 
 if TYPE_CHECKING:
     from solbench.bench.orchestrator import EvalOptions
@@ -82,14 +82,11 @@ def _run(ray: Any, jobs: list[Job], task: tuple[EvalOptions, dict[str, Any]], co
             collector.finish(index)
             continue
         except ray.exceptions.RayError as exc:
-            if attempts[index] < 2:
+            if attempts[index] < MAX_ATTEMPTS:
                 running[submit(index)] = index
             else:
-                reason = (f"the Ray task evaluating this job failed twice ({one_line(exc)}); "
-                          "it was retried once, skipping the workloads already done")
-                for failed in failure_traces(jobs[index], collector.done_uuids(index), reason, LANE_DIED_FLAG):
-                    collector.add(index, failed)
-                collector.finish(index)
+                give_up(collector, index, jobs[index], f"the Ray task evaluating this job failed twice ({one_line(exc)}); "
+                                                       "it was retried once, skipping the workloads already done")
             continue
         collector.add(index, trace)
         running[generator] = index
