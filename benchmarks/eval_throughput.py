@@ -21,7 +21,7 @@ from pathlib import Path
 
 # Small enough on a CPU (embedding_llama3_8b takes minutes per workload there: a 128k x 4096 table).
 MIX = ("rmsnorm_llama3_8b", "silu_and_mul_llama3_8b", "softmax_vit_large_attention", "rope_llama3_8b", "fused_add_rmsnorm_llama3_8b")
-WORKLOAD_PHASES = ("inputs", "reference", "correctness", "precision", "timing", "verify", "other")
+WORKLOAD_PHASES = ("inputs", "reference", "correctness", "precision", "timing", "verify", "sol", "other")
 
 
 def main() -> None:
@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=1.0, help="timing budget per workload")
     parser.add_argument("--reuse-reference", action="store_true", help="one worker pair for all problems (the reference worker is kept)")
+    parser.add_argument("--no-start-ahead", action="store_true", help="with --reuse-reference: do not start the next solution's worker ahead")
     args = parser.parse_args()
 
     from solbench.bench.orchestrator import EvalOptions, evaluate, reference_solution, resolve_device
@@ -50,10 +51,15 @@ def main() -> None:
         rows, totals = [], {}
         began = time.perf_counter()
         try:
-            for problem in problems:
-                trimmed = dataclasses.replace(problem, workloads=choose_workloads(problem, args.workloads), workload_lines=[])
+            trimmed = [dataclasses.replace(p, workloads=choose_workloads(p, args.workloads), workload_lines=[]) for p in problems]
+            solutions = [reference_solution(problem) for problem in trimmed]
+            if pair is not None:
+                pair.start_ahead = pair.start_ahead and not args.no_start_ahead
+            for index, problem in enumerate(trimmed):
+                if pair is not None:  # as the serial executor does: the next solution's worker starts during this evaluation
+                    pair.plan_next(solutions[index + 1] if index + 1 < len(solutions) else None)
                 started = time.perf_counter()
-                traces = evaluate(trimmed, reference_solution(trimmed), options, workers=pair)
+                traces = evaluate(problem, solutions[index], options, workers=pair)
                 rows.append((problem.name, traces, time.perf_counter() - started))
         finally:
             if pair is not None:
@@ -61,7 +67,8 @@ def main() -> None:
                 pair.session.close()
         elapsed = time.perf_counter() - began
     print(f"device {args.device}; workloads {args.workloads} + {args.hidden} hidden; {args.trials} trials; timing budget {args.budget_s:g} s; "
-          f"reference worker {'kept across problems' if args.reuse_reference else 'started per problem'}")
+          f"reference worker {'kept across problems' if args.reuse_reference else 'started per problem'}"
+          + (f"; next solution worker {'not ' if args.no_start_ahead or args.device == 'cpu' else ''}started ahead" if args.reuse_reference else ""))
     header = f"{'problem':30} {'status':>8} {'start-up':>9} {'workload':>9} {'hidden':>8} {'wall':>8}  " + " ".join(f"{p:>11}" for p in WORKLOAD_PHASES)
     print(header)
     print("-" * len(header))
@@ -81,6 +88,14 @@ def main() -> None:
     print(f"{'all':30} {'':8} {totals.get('start-up', 0):8.2f}s {'':9} {'':8} {elapsed:7.2f}s  "
           + " ".join(f"{100 * totals.get(k, 0) / elapsed:10.1f}%" for k in WORKLOAD_PHASES))
     print(f"start-up is {100 * totals.get('start-up', 0) / elapsed:.1f}% of the wall time")
+    startups = [sum((t.evaluation.phases or {}).get("start", 0.0) + (t.evaluation.phases or {}).get("build", 0.0) for t in traces) for _, traces, _ in rows]
+    workloads = [sum((t.evaluation.phases or {}).get(k, 0.0) for k in WORKLOAD_PHASES) for _, traces, _ in rows for t in traces]
+    print(f"start-up per problem: median {statistics.median(startups):.2f} s (after the first: {statistics.median(startups[1:] or startups):.2f} s); "
+          f"per workload (published and hidden): median {statistics.median(workloads):.3f} s, mean {statistics.fmean(workloads):.3f} s")
+    iterations = [(t.evaluation.performance.iterations, (t.evaluation.phases or {}).get("timing", 0.0)) for _, traces, _ in rows for t in traces
+                  if t.evaluation.performance is not None and t.evaluation.performance.iterations]
+    if iterations:
+        print("timed iterations per workload: " + ", ".join(f"{n} in {s:.2f} s" for n, s in iterations))
 
 
 if __name__ == "__main__":

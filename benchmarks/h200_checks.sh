@@ -2,11 +2,13 @@
 # One device call that runs every GPU check of the evaluator, each step under its own time limit and
 # writing its log to $OUT as it goes (a step that hangs costs its limit, not the call).
 #   run on the GPU machine from the repository root, after installing the wheels (see README):
-#   bash benchmarks/h200_checks.sh [STEP...]   steps: gate gpu-tests corpus legit overhead overhead-ungated ncu-gemm ncu-memory
+#   bash benchmarks/h200_checks.sh [STEP...]   steps: gate gpu-tests gpu-other corpus legit overhead overhead-ungated ncu-gemm ncu-memory
 #        synthetic tightness verify-bundled verify-synthetic self-check
+#        throughput throughput-reuse run-bundled run-examples
 #   SYNTHETIC (default /tmp/syn): where the synthetic dataset is written; VERIFY_SUBSET: problem folders of it to verify
 #   (a glob under $SYNTHETIC, default all; SELF_CHECK_SUBSET likewise); VERIFY_WORKLOADS (default spread:2); VERIFY_COMPILE (default: default;
-#   none: eager only); VERIFY_BUDGET (s per workload and candidate, default 1); VERIFY_LIMIT (s per verify step, default 560)
+#   none: eager only); VERIFY_BUDGET (s per workload and candidate, default 1); VERIFY_LIMIT (s per verify step, default 560);
+#   SELF_CHECK_SEEDS (default 1 2); RUN_WORKLOADS (default spread:2), RUN_COMPILE (baseline compile modes, default: default)
 set -uo pipefail
 OUT=${OUT:-/tmp/h200-checks}
 mkdir -p "$OUT"
@@ -19,6 +21,9 @@ VERIFY_BUDGET=${VERIFY_BUDGET:-1.0}
 VERIFY_LIMIT=${VERIFY_LIMIT:-560}
 SELF_CHECK_SUBSET=${SELF_CHECK_SUBSET:-*/*}
 SELF_CHECK_WORKLOADS=${SELF_CHECK_WORKLOADS:-smallest:2}
+SELF_CHECK_SEEDS=${SELF_CHECK_SEEDS:-1 2}
+RUN_WORKLOADS=${RUN_WORKLOADS:-spread:2}
+RUN_COMPILE=${RUN_COMPILE:-default}
 [ ${#steps[@]} -eq 0 ] && steps=(gate gpu-tests corpus overhead)
 
 step() {  # name, limit in seconds, command...
@@ -34,6 +39,7 @@ for name in "${steps[@]}"; do
   case $name in
     gate) step gate 90 python3 -m pytest -q -p no:cacheprovider tests/bench/test_gpu_timing.py ;;
     gpu-tests) step gpu-tests 420 python3 -m pytest -q -p no:cacheprovider -m gpu tests/bench tests/sol ;;
+    gpu-other) step gpu-other 300 python3 -m pytest -q -p no:cacheprovider -m gpu tests/cli tests/examples tests/exec ;;
     corpus) step corpus 420 python3 -m pytest -q -p no:cacheprovider -m gpu tests/exploits ;;
     overhead) step overhead 120 python3 benchmarks/eval_overhead.py --repeats 3 ;;
     overhead-ungated) step overhead-ungated 120 python3 benchmarks/eval_overhead.py --repeats 3 --no-launch-gate ;;
@@ -46,7 +52,13 @@ for name in "${steps[@]}"; do
     verify-synthetic) step verify-synthetic "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify $(ls -d $SYNTHETIC/$VERIFY_SUBSET) \
         --workloads "$VERIFY_WORKLOADS" --compile-mode "$VERIFY_COMPILE" --budget "$VERIFY_BUDGET" -o "$OUT/verify-synthetic.jsonl" ;;
     self-check) step self-check 560 python3 benchmarks/reference_self_check.py tests/fixtures/sol_execbench_layout $(ls -d $SYNTHETIC/$SELF_CHECK_SUBSET) \
-        --seeds 1 2 --no-timing --workloads "$SELF_CHECK_WORKLOADS" --out "$OUT/self-check" ;;
+        --seeds $SELF_CHECK_SEEDS --no-timing --workloads "$SELF_CHECK_WORKLOADS" --out "$OUT/self-check" ;;
+    throughput) step throughput 100 python3 benchmarks/eval_throughput.py --device cuda --workloads smallest:2 --hidden 1 ;;
+    throughput-reuse) step throughput-reuse 100 python3 benchmarks/eval_throughput.py --device cuda --workloads smallest:2 --hidden 1 --reuse-reference ;;
+    run-bundled) step run-bundled 330 python3 -m solbench.cli run --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" \
+        --run-dir "$OUT/run-bundled" --baselines "$OUT/baselines" ;;
+    run-examples) step run-examples 120 python3 -m solbench.cli run src/solbench/dataset/problems/silu_and_mul_llama3_8b --solutions examples \
+        --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" --run-dir "$OUT/run-examples" --baselines "$OUT/baselines" ;;
     ncu-memory) step ncu-memory 560 python3 benchmarks/timing_vs_ncu.py --kinds memory --json "$OUT/ncu-memory.json" ;;
     *) echo "unknown step $name" >&2; exit 2 ;;
   esac

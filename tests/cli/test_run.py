@@ -74,7 +74,7 @@ def test_run_of_the_references_writes_the_run_folder_with_scores(shared: dict[st
     lines = result.stdout.splitlines()
     assert all(len(line) <= 100 for line in lines), lines
     assert any(line.startswith("vector_scale ") and line.rstrip().endswith("0.500") and "2/2" in line for line in lines), result.stdout
-    assert any(line.startswith("suite reference: 1 problems, score mean 0.500") for line in lines), result.stdout
+    assert "suite reference: 1 problem, score mean 0.500, median 0.500, 2/2 workloads passed" in lines, result.stdout  # one solution each
 
 
 def test_run_of_solution_sets_reuses_the_baselines_and_scores_against_them(shared: dict[str, Path]):
@@ -97,6 +97,27 @@ def test_run_of_solution_sets_reuses_the_baselines_and_scores_against_them(share
     assert suites["best-of-k"].score_mean == pytest.approx(scores["pytorch_returning"].score)
     assert all(len(line) <= 100 for line in result.stdout.splitlines())
     assert "vector_scale / off_by_constant" in result.stdout
+
+
+def test_a_folder_of_several_solutions_of_one_problem_is_a_suite_of_solutions_of_that_problem(shared: dict[str, Path]):
+    folder = shared["root"] / "examples"
+    folder.mkdir()
+    for name in ("pytorch_returning", "off_by_constant", "pytorch_dps"):
+        (folder / f"{name}.json").write_text((DATA / f"{name}.json").read_text())
+    run_dir = shared["root"] / "several"
+    result = solbench(shared, "--run-dir", run_dir, "--solutions", folder)
+    assert result.returncode == 1, result.stdout + result.stderr  # off_by_constant is INCORRECT_NUMERICAL
+    summary = RunSummary.model_validate_json((run_dir / "summary.json").read_text())
+    suites = {s.solution: s for s in summary.suites}
+    assert set(suites) == {"examples", "best-of-k"} and suites["examples"].problems == 3 and suites["best-of-k"].problems == 1
+    statuses = sorted(r.status for r in summary.workloads)
+    assert statuses == ["INCORRECT_NUMERICAL"] * 2 + ["PASSED"] * 4
+    lines = result.stdout.splitlines()
+    examples, best = suites["examples"], suites["best-of-k"]
+    assert (f"suite examples: 3 solutions of 1 problem, score mean {examples.score_mean:.3f}, median {examples.score_median:.3f}, "
+            "4/6 workloads passed") in lines, result.stdout
+    assert f"suite best-of-k: 1 problem, score mean {best.score_mean:.3f}, median {best.score_median:.3f}" in lines, result.stdout
+    assert examples.score_median == pytest.approx(sorted(p.score for p in summary.problems)[1])
 
 
 def test_run_never_overwrites_a_run_folder(shared: dict[str, Path]):
@@ -161,3 +182,26 @@ def test_an_executor_option_that_cannot_work_is_one_line(shared: dict[str, Path]
     assert bad.returncode == 2 and "--lanes" in bad.stderr and "Traceback" not in bad.stderr
     stray = solbench(shared, "--address", "10.0.0.1:6379", "--no-timing")
     assert stray.returncode == 2 and "--executor ray" in stray.stderr
+
+
+def test_the_suite_line_counts_solutions_and_problems_apart():
+    from solbench.cli.evaluate import _summary_lines
+    from solbench.score.summary import ProblemScore, SuiteScore
+
+    def problem(name: str, solution: str, suite: str, score: float) -> ProblemScore:
+        return ProblemScore(problem=name, solution=solution, solution_set=suite, workloads=1, statuses={"PASSED": 1}, score=score)
+
+    problems = [problem("a", "a-reference", "reference", 0.5), problem("b", "b-reference", "reference", 0.25),
+                problem("a", "x", "mine", 0.75), problem("a", "y", "mine", 0.0), problem("b", "z", "mine", 1.0), problem("b", "w", "mine", 0.5),
+                problem("c", "v", "single", 0.125)]
+    suites = [SuiteScore(solution="reference", problems=2, score_mean=0.375, score_median=0.375),
+              SuiteScore(solution="mine", problems=4, score_mean=0.5625, score_median=0.625),
+              SuiteScore(solution="single", problems=1, score_mean=0.125, score_median=0.125),
+              SuiteScore(solution="best-of-k", problems=2, score_mean=0.875, score_median=0.875)]
+    summary = RunSummary(created="2025-01-01T00:00:00+00:00", device="cpu", problems=problems, suites=suites)
+    assert [line for line in _summary_lines(summary) if line.startswith("suite ")] == [
+        "suite reference: 2 problems, score mean 0.375, median 0.375",
+        "suite mine: 4 solutions of 2 problems, score mean 0.562, median 0.625",
+        "suite single: 1 problem, score mean 0.125, median 0.125",
+        "suite best-of-k: 2 problems, score mean 0.875, median 0.875",
+    ]

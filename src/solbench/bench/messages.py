@@ -95,7 +95,7 @@ class TimeRequest(Request):
     min_iterations: int = 20
     max_iterations: int = 1000
     budget_s: float = 10.0
-    target_spread: float = 0.02
+    target_rse: float = 0.01
     timer: str = "auto"
     launch_gate: bool = False
 

@@ -23,7 +23,7 @@ class EvalOptions:
     min_iterations: int = 20
     max_iterations: int = 1000
     budget_s: float = 10.0
-    target_spread: float = 0.02
+    target_rse: float = 0.01  # timing stops once the median's relative standard error is this small (after min_iterations)
     verify_timed: int = 3  # timed calls (chosen at random, unknown to the worker) whose outputs are checked, besides the last
     hidden: int = 2  # extra workloads drawn from the published axis ranges, in no file the solution can read (correctness only)
     unaligned: bool = True  # with hidden > 0: one more, off the published sizes' alignment (a shape-generality finding)
@@ -54,7 +54,7 @@ class EvalOptions:
         for name in ("warmup", "verify_timed", "hidden"):
             need(getattr(self, name) >= 0, name, "0 or more")
         need(self.max_iterations >= self.min_iterations, "max_iterations", f"at least min_iterations ({self.min_iterations})")
-        for name in ("timeout_s", "compile_timeout_s", "budget_s", "target_spread", "log_limit"):
+        for name in ("timeout_s", "compile_timeout_s", "budget_s", "target_rse", "log_limit"):
             need(getattr(self, name) > 0, name, "a positive number")
         need(self.clock_mhz is None or self.clock_mhz > 0, "clock_mhz", "None or a positive clock in MHz")
         need(self.policy in ("auto", "strict", "relaxed"), "policy", "auto, strict or relaxed")

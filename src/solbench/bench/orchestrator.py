@@ -258,7 +258,7 @@ class EvaluationRun:
         span = max(1, options.warmup + options.min_iterations)
         check = sorted(chooser.sample(range(span), min(self._checkable_calls(workload), span)))
         parameters = {"warmup": options.warmup, "min_iterations": options.min_iterations, "max_iterations": options.max_iterations,
-                      "budget_s": options.budget_s, "target_spread": options.target_spread, "timer": options.timer, "launch_gate": options.launch_gate,
+                      "budget_s": options.budget_s, "target_rse": options.target_rse, "timer": options.timer, "launch_gate": options.launch_gate,
                       "workload": workload, "outputs": self._output_specs(workload), "blob_dir": str(self.session.root)}
         group = workers.group()
         with self.phases("timing"):
@@ -277,7 +277,8 @@ class EvaluationRun:
             with self.phases("timing"):
                 reference = workers.ask_reference(TimeRequest(dps=False, seed=seed, check=[], group=workers.group(), **parameters), deadline, TimeAnswer)
             performance.reference_latency_ms = statistics.median(reference.times_ms)
-        performance.sol_ms = self._sol_ms(workload, log)
+        with self.phases("sol"):
+            performance.sol_ms = self._sol_ms(workload, log)
         return performance, verified
 
     def _checkable_calls(self, workload: Workload) -> int:

@@ -6,8 +6,9 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
-# The phases a trace records (seconds); "other" is the rest of the workload's wall time.
-PHASES = ("start", "build", "inputs", "reference", "correctness", "precision", "timing", "verify", "other")
+# The phases a trace records (seconds); "sol" is the speed-of-light analysis of the workload (the
+# problem's capture is made on its first workload); "other" is the rest of the workload's wall time.
+PHASES = ("start", "build", "inputs", "reference", "correctness", "precision", "timing", "verify", "sol", "other")
 
 
 class PhaseClock:

@@ -15,6 +15,7 @@ the span read 199 us against the GEMM's 176 us.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -37,6 +38,20 @@ class Samples:
             return 0.0
         quartiles = statistics.quantiles(self.times_ms, n=4)
         return quartiles[2] - quartiles[0]
+
+    @property
+    def median_rse(self) -> float:
+        """The relative standard error of the median: sqrt(pi/2) * sigma / sqrt(n) over the median, with
+        sigma estimated robustly as IQR / 1.349 (both exact for normal samples). It measures how well
+        the median is known, not how spread the samples are: a noisy kernel stops once its median is
+        known well enough, instead of running to the budget."""
+        count = len(self.times_ms)
+        if count < 4:
+            return math.inf
+        median = self.median_ms
+        if median <= 0:
+            return 0.0 if self.iqr_ms == 0 else math.inf
+        return math.sqrt(math.pi / 2) * (self.iqr_ms / 1.349) / math.sqrt(count) / median
 
 
 class LaunchGate:
@@ -269,10 +284,10 @@ class CacheFlusher:
 
 
 def measure(prepare: Callable[[], Callable[[], Any]], timer: Any, flush: CacheFlusher, *, warmup: int = 3,
-            min_iterations: int = 20, max_iterations: int = 1000, budget_s: float = 10.0, target_spread: float = 0.02,
+            min_iterations: int = 20, max_iterations: int = 1000, budget_s: float = 10.0, target_rse: float = 0.01,
             gate: LaunchGate | None = None) -> Samples:
-    """Time `call` until the interquartile range over the median is within target_spread (after at
-    least min_iterations) or the budget is spent. `prepare()` runs untimed before each call (fresh
+    """Time `call` until the median's relative standard error is at most target_rse (after at least
+    min_iterations), max_iterations are done or the budget is spent. `prepare()` runs untimed before each call (fresh
     inputs at fresh addresses) and returns the zero-argument callable to time."""
     import torch
 
@@ -289,10 +304,11 @@ def measure(prepare: Callable[[], Callable[[], Any]], timer: Any, flush: CacheFl
         samples.times_ms.append(timer.measure(bound, gate))
         count = len(samples.times_ms)
         if count >= min_iterations:
-            if samples.iqr_ms <= target_spread * samples.median_ms:
+            if samples.median_rse <= target_rse:
                 break
             if time.monotonic() - started > budget_s:
-                samples.notes.append(f"stopped at the {budget_s:g} s budget with spread {samples.iqr_ms / max(samples.median_ms, 1e-12):.1%}")
+                samples.notes.append(f"stopped at the {budget_s:g} s budget with the median known to {samples.median_rse:.2%} "
+                                     f"(relative standard error; target {target_rse:.2%})")
                 break
     if gate is not None and gate.note:
         samples.notes.append(gate.note)

@@ -185,7 +185,7 @@ def time_trusted(problem: Problem, options: EvalOptions, compile_modes: Iterable
                 if gate is not None:
                     gate.prime()
                 samples = measure(prepare, timer, flush, warmup=options.warmup, min_iterations=options.min_iterations,
-                                  max_iterations=options.max_iterations, budget_s=options.budget_s, target_spread=options.target_spread, gate=gate)
+                                  max_iterations=options.max_iterations, budget_s=options.budget_s, target_rse=options.target_rse, gate=gate)
                 check.times_ms[name] = samples.median_ms
             except Exception as exc:  # noqa: BLE001 - one candidate failing must not stop the others
                 check.failures[name] = f"RUNTIME_ERROR: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"

@@ -212,7 +212,7 @@ class Worker:
 
         samples = measure(
             prepare, self.timer, self.flusher, warmup=request.warmup, min_iterations=request.min_iterations,
-            max_iterations=request.max_iterations, budget_s=request.budget_s, target_spread=request.target_spread, gate=self.gate,
+            max_iterations=request.max_iterations, budget_s=request.budget_s, target_rse=request.target_rse, gate=self.gate,
         )
         check.add(state["index"])  # the last call is always checked
         keep_finished_call()

@@ -3,7 +3,10 @@ untrusted solution worker (spawn, IPC probe, restart, typed requests with the fa
 
 The reference worker is loaded with one problem at a time and can serve several problems in turn
 (`load_problem`); a solution worker belongs to one solution and is never reused for another
-(`attach` starts a fresh one).
+(`attach` starts a fresh one). A caller that knows the next solution says so (`plan_next`): its
+worker process is started as soon as the current one is built, so that the interpreter, torch and
+the CUDA context load while the current solution is evaluated; it runs no code of any solution
+until it is attached to its own.
 """
 
 from __future__ import annotations
@@ -50,6 +53,11 @@ class WorkerPair:
         self.solution_failure: tuple[Status, str] | None = None  # why the current solution worker did not start (status, message)
         self._groups = 0
         self._to_release: dict[str, list[str]] = {"reference": [], "solution": []}
+        # start the next solution's worker ahead (plan_next); on a CPU its start-up would compete with the timed calls
+        self.start_ahead = device.startswith("cuda")
+        self.upcoming: Solution | None = None
+        self.spare: tuple[Solution, WorkerProcess] | None = None
+        self.spares_taken = 0
 
     @classmethod
     def for_options(cls, device: str, options: Any) -> WorkerPair:
@@ -83,11 +91,18 @@ class WorkerPair:
         self.solution = solution
         if self.worker is not None:
             self.stop_solution_worker()
-        return self._start_solution_worker()
+        failure = self._start_solution_worker(self._take_spare(solution))
+        self._start_upcoming()
+        return failure
+
+    def plan_next(self, solution: Solution | None) -> None:
+        """The solution that the next attach will be for (None: not known): its worker is started
+        once the current solution is built (where start_ahead is on)."""
+        self.upcoming = solution
 
     def restart_solution_worker(self) -> tuple[Status, str] | None:
         self.stop_solution_worker()
-        return self._start_solution_worker()
+        return self._start_solution_worker(None)
 
     def stop_solution_worker(self) -> None:
         if self.worker is not None:
@@ -98,12 +113,13 @@ class WorkerPair:
         self._to_release["solution"] = []
 
     def close(self) -> None:
+        self._drop_spare()
         for process in (self.worker, self.reference):
             if process is not None:
                 process.close()
         self.worker = self.reference = None
 
-    def _spawn(self, role: str) -> WorkerProcess:
+    def _spawn(self, role: str, solution: Solution | None = None) -> WorkerProcess:
         """A worker process; the (untrusted) solution worker runs in the OS sandbox of `sandbox`,
         writing only in its own build folder of the cache and the session folder (its HOME and caches live there too)."""
         self.started_workers += 1
@@ -112,18 +128,43 @@ class WorkerPair:
             return WorkerProcess(role, self.device, log)
         from solbench.bench.sandbox import plan_sandbox
 
-        plan = plan_sandbox(self.sandbox, writable=[self._build_folder(), self.session.root], device=self.device, home=self.session.root / "home")
+        plan = plan_sandbox(self.sandbox, writable=[self._build_folder(solution), self.session.root], device=self.device,
+                            home=self.session.root / "home")
         self.environment["sandbox"] = plan.level
         return WorkerProcess(role, self.device, log, sandbox=plan)
 
-    def _build_folder(self) -> Path:
+    def _build_folder(self, solution: Solution | None) -> Path:
         """The one folder of the build cache that this solution's build may write."""
         from solbench.bench.builders import key_folder
 
         try:
-            return key_folder(self.cache_root, self.solution, self.device)
+            return key_folder(self.cache_root, solution, self.device)
         except Exception:  # noqa: BLE001 - options the key cannot take: the build reports them; meanwhile a folder of its own
             return self.cache_root.absolute() / f"unkeyed-{self.session.root.name}"
+
+    def _start_upcoming(self) -> None:
+        """Start the planned next solution's worker now (it only loads the interpreter, torch and the device context)."""
+        upcoming, self.upcoming = self.upcoming, None
+        if not self.start_ahead or upcoming is None or upcoming is self.solution:
+            return
+        self._drop_spare()
+        self.spare = (upcoming, self._spawn("solution", upcoming))
+
+    def _take_spare(self, solution: Solution) -> WorkerProcess | None:
+        """The worker started ahead for exactly this solution, if it is still alive; any other spare is killed."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        if spare[0] is solution and spare[1].alive:
+            self.spares_taken += 1
+            return spare[1]
+        spare[1].kill()
+        return None
+
+    def _drop_spare(self) -> None:
+        if self.spare is not None:
+            self.spare[1].kill()
+            self.spare = None
 
     def _start_reference(self) -> None:
         assert self.problem_payload is not None, "load_problem first"
@@ -132,13 +173,14 @@ class WorkerPair:
         self._typed(self.reference, LoadProblemRequest(**self.problem_payload), STARTUP_TIMEOUT_S, LoadProblemAnswer)
         self._to_release["reference"] = []
 
-    def _start_solution_worker(self) -> tuple[Status, str] | None:
-        self.solution_failure = self._start_and_build()
+    def _start_solution_worker(self, started: WorkerProcess | None) -> tuple[Status, str] | None:
+        """Load and build the current solution in `started` (a worker started ahead for it) or in a new worker."""
+        self.solution_failure = self._start_and_build(started)
         return self.solution_failure
 
-    def _start_and_build(self) -> tuple[Status, str] | None:
+    def _start_and_build(self, started: WorkerProcess | None) -> tuple[Status, str] | None:
         assert self.solution is not None and self.problem_payload is not None
-        self.worker = self._spawn("solution")
+        self.worker = started or self._spawn("solution", self.solution)
         try:
             hello = self._typed(self.worker, HelloRequest(ipc_probe=self.ipc, group="ipc-probe"), STARTUP_TIMEOUT_S, HelloAnswer)
             if self.ipc:
@@ -231,6 +273,7 @@ class WorkerPair:
             first = exc.error
         solution_was_running = self.worker is not None
         self.stop_solution_worker()
+        self._drop_spare()  # its device context holds memory too
         try:
             return self._ask_reference_once(request, deadline, answer)
         except WorkerFailed as exc:
@@ -238,7 +281,7 @@ class WorkerPair:
             raise Outcome(Status.INVALID_REFERENCE, f"reference failed: {first}{again}") from None
         finally:
             if solution_was_running:
-                failure = self._start_solution_worker()
+                failure = self._start_solution_worker(None)
                 if failure is not None:
                     raise Outcome(failure[0], f"after the reference's retry, the solution worker did not start again: {failure[1]}")
 

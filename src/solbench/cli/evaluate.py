@@ -328,11 +328,21 @@ def _summary_lines(summary: Any) -> list[str]:
         median = f"{suite.score_median:.3f}" if suite.score_median is not None else "-"
         rows = [w for w in summary.workloads if (w.solution_set or "") == suite.solution] if suite.solution != "best-of-k" else []
         passed = f", {sum(w.status == 'PASSED' for w in rows)}/{len(rows)} workloads passed" if rows else ""
-        lines.append(_fit(f"suite {suite.solution}: {suite.problems} problems, score mean {mean}, median {median}{passed}", SUMMARY_WIDTH))
+        lines.append(_fit(f"suite {suite.solution}: {_suite_size(summary, suite)}, score mean {mean}, median {median}{passed}", SUMMARY_WIDTH))
     hardware = summary.hardware or "none"
     lines.append(_fit(f"T_SOL on {hardware}; device {summary.device}; {summary.wall_s or 0:.0f} s", SUMMARY_WIDTH))
     lines += [_fit(f"note: {note}", SUMMARY_WIDTH) for note in summary.notes]
     return lines
+
+
+def _suite_size(summary: Any, suite: Any) -> str:
+    """What a suite is made of: "N problems", or "K solutions of N problems" where some problem has
+    several of its solutions (best-of-k keeps one per problem)."""
+    members = [p for p in summary.problems if (p.solution_set or "") == suite.solution] if suite.solution != "best-of-k" else []
+    solutions = len(members) or suite.problems
+    problems = len({p.problem for p in members}) or suite.problems
+    counted = f"{problems} problem{'' if problems == 1 else 's'}"
+    return counted if solutions == problems else f"{solutions} solution{'' if solutions == 1 else 's'} of {counted}"
 
 
 def _fit(text: str, width: int) -> str:

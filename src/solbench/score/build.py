@@ -1,10 +1,12 @@
 """Building the baseline entries a run needs: the candidates of every (problem, workload) that has no
 current entry are evaluated (one evaluate_jobs call), and each workload's fastest correct candidate
-becomes its T_b."""
+becomes its T_b. A problem's entries are saved as soon as all its candidates have finished, while the
+later problems are still being evaluated, so that a run stopped midway keeps them."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -16,7 +18,7 @@ from solbench.data.trace import Trace
 from solbench.data.workload import Workload
 from solbench.score.baselines import (EAGER, BaselineFile, CandidateResult, candidate_result, candidate_solutions, compile_modes_for,
                                       definition_hash, make_entry, record_traces, save_baselines)
-from solbench.score.jobs import Execution, Job, evaluate_jobs
+from solbench.score.jobs import Execution, Job, JobResult, evaluate_jobs
 
 
 @dataclass
@@ -66,10 +68,30 @@ def build_baselines(selection: list[tuple[Problem, list[Workload]]], store: Base
     outcome = BuildOutcome(reused=sum(len(w) for _, w in selection) - len({(j.problem.name, w.uuid) for j in jobs for w in j.workloads}))
     if not jobs:
         return outcome
-    results = evaluate_jobs(jobs, dataclasses.replace(options, hidden=0), on_trace, on_error, execution)
+    store.candidates = list(dict.fromkeys([*store.candidates, EAGER, *(f"compile-{mode}" for mode in modes)]))
+    left = Counter(job.problem.name for job in jobs)  # problem -> its candidate jobs not yet finished
+    finished: dict[str, list[JobResult]] = {}
+
+    def job_done(result: JobResult) -> None:
+        """Once every candidate of a problem has finished, its entries are put and saved (and its traces
+        recorded) at once, so that a run stopped later keeps them."""
+        name = result.job.problem.name
+        finished.setdefault(name, []).append(result)
+        left[name] -= 1
+        if left[name] == 0:
+            outcome.built += put_entries(store, store_path, finished.pop(name), outcome)
+            save_baselines(store_path, store)
+
+    evaluate_jobs(jobs, dataclasses.replace(options, hidden=0), on_trace, on_error, execution, on_job_done=job_done)
+    return outcome
+
+
+def put_entries(store: BaselineFile, store_path: Path, results: list[JobResult], outcome: BuildOutcome) -> int:
+    """The entries of one problem from the results of all its candidate jobs (its traces recorded beside
+    the store, its errors and eager traces added to outcome); how many entries were put."""
     by_workload: dict[tuple[str, str], list[CandidateResult]] = {}
     sol: dict[tuple[str, str], float] = {}
-    problems = {job.problem.name: job.problem for job in jobs}
+    problems = {result.job.problem.name: result.job.problem for result in results}
     for result in results:
         job = result.job
         if result.error is not None:
@@ -90,7 +112,4 @@ def build_baselines(selection: list[tuple[Problem, list[Workload]]], store: Base
                     CandidateResult(name=job.tag, solution=job.solution.name, status="NOT_RUN", detail=result.error or "no trace"))
     for (problem, workload), candidates in by_workload.items():
         store.put(make_entry(problems[problem], workload, candidates, sol.get((problem, workload))))
-        outcome.built += 1
-    store.candidates = list(dict.fromkeys([*store.candidates, EAGER, *(f"compile-{mode}" for mode in modes)]))
-    save_baselines(store_path, store)
-    return outcome
+    return len(by_workload)

@@ -33,13 +33,31 @@ class JobResult:
 
 
 def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, on_trace: Callable[[Job, Trace], None] | None = None,
-                  on_error: Callable[[Job, str], None] | None = None, execution: Execution = Execution()) -> list[JobResult]:
+                  on_error: Callable[[Job, str], None] | None = None, execution: Execution = Execution(),
+                  on_job_done: Callable[[JobResult], None] | None = None) -> list[JobResult]:
     """Evaluate each job through the hardened evaluator, traces handed to on_trace in job order as they
-    are known; a job that the harness stopped is reported once through on_error and the others go on."""
+    are known; a job that the harness stopped is reported once through on_error and the others go on.
+
+    on_job_done gets each job's result once, in job order, as soon as the job is known to have all its
+    traces: a job given its workloads once each of them has a trace (no hidden ones are drawn then),
+    any job once a trace of a later job arrives (traces come in job order), and every job left at the end."""
     jobs = list(jobs)
     results = [JobResult(job) for job in jobs]
+    reported = 0  # jobs handed to on_job_done so far: a prefix of `jobs`
+
+    def report_until(stop: int) -> None:
+        nonlocal reported
+        while reported < stop:
+            reported += 1
+            if on_job_done is not None:
+                on_job_done(results[reported - 1])
+
+    def complete(index: int) -> bool:
+        job = results[index].job
+        return job.workloads is not None and not job.remaining(trace.workload.uuid for trace in results[index].traces)
 
     def arrived(index: int, trace: Trace) -> None:
+        report_until(index)  # ordered delivery: every earlier job has finished
         result = results[index]
         result.traces.append(trace)
         flags = (trace.evaluation.flags or []) if trace.evaluation is not None else []
@@ -50,6 +68,9 @@ def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, on_trace: Callable[
                 on_error(job, result.error)
         if on_trace is not None:
             on_trace(result.job, trace)
+        while reported < len(results) and complete(reported):
+            report_until(reported + 1)
 
     execute(jobs, options, executor=execution.executor, lanes=execution.lanes, address=execution.address, ordered=True, on_job_trace=arrived)
+    report_until(len(results))
     return results
