@@ -4,11 +4,12 @@
 #   run on the GPU machine from the repository root, after installing the wheels (see README):
 #   bash benchmarks/h200_checks.sh [STEP...]   steps: gate gpu-tests gpu-other corpus legit overhead overhead-ungated ncu-gemm ncu-memory
 #        synthetic tightness verify-bundled verify-synthetic self-check
-#        throughput throughput-reuse run-bundled run-examples
+#        throughput throughput-reuse throughput-no-ahead run-bundled run-examples
 #   SYNTHETIC (default /tmp/syn): where the synthetic dataset is written; VERIFY_SUBSET: problem folders of it to verify
 #   (a glob under $SYNTHETIC, default all; SELF_CHECK_SUBSET likewise); VERIFY_WORKLOADS (default spread:2); VERIFY_COMPILE (default: default;
 #   none: eager only); VERIFY_BUDGET (s per workload and candidate, default 1); VERIFY_LIMIT (s per verify step, default 560);
-#   SELF_CHECK_SEEDS (default 1 2); RUN_WORKLOADS (default spread:2), RUN_COMPILE (baseline compile modes, default: default)
+#   SELF_CHECK_SEEDS (default 1 2); RUN_WORKLOADS (default spread:2), RUN_COMPILE (baseline compile modes, default: default),
+#   RUN_PROBLEMS (problem folders, default: the bundled ones), RUN_LIMIT (s, default 330)
 set -uo pipefail
 OUT=${OUT:-/tmp/h200-checks}
 mkdir -p "$OUT"
@@ -24,6 +25,8 @@ SELF_CHECK_WORKLOADS=${SELF_CHECK_WORKLOADS:-smallest:2}
 SELF_CHECK_SEEDS=${SELF_CHECK_SEEDS:-1 2}
 RUN_WORKLOADS=${RUN_WORKLOADS:-spread:2}
 RUN_COMPILE=${RUN_COMPILE:-default}
+RUN_PROBLEMS=${RUN_PROBLEMS:-}  # problem folders for run-bundled (default: the bundled problems)
+RUN_LIMIT=${RUN_LIMIT:-330}
 [ ${#steps[@]} -eq 0 ] && steps=(gate gpu-tests corpus overhead)
 
 step() {  # name, limit in seconds, command...
@@ -55,7 +58,8 @@ for name in "${steps[@]}"; do
         --seeds $SELF_CHECK_SEEDS --no-timing --workloads "$SELF_CHECK_WORKLOADS" --out "$OUT/self-check" ;;
     throughput) step throughput 100 python3 benchmarks/eval_throughput.py --device cuda --workloads smallest:2 --hidden 1 ;;
     throughput-reuse) step throughput-reuse 100 python3 benchmarks/eval_throughput.py --device cuda --workloads smallest:2 --hidden 1 --reuse-reference ;;
-    run-bundled) step run-bundled 330 python3 -m solbench.cli run --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" \
+    throughput-no-ahead) step throughput-no-ahead 100 python3 benchmarks/eval_throughput.py --device cuda --workloads smallest:2 --hidden 1 --reuse-reference --no-start-ahead ;;
+    run-bundled) step run-bundled "$RUN_LIMIT" python3 -m solbench.cli run $RUN_PROBLEMS --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" \
         --run-dir "$OUT/run-bundled" --baselines "$OUT/baselines" ;;
     run-examples) step run-examples 120 python3 -m solbench.cli run src/solbench/dataset/problems/silu_and_mul_llama3_8b --solutions examples \
         --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" --run-dir "$OUT/run-examples" --baselines "$OUT/baselines" ;;
