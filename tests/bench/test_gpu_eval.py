@@ -83,6 +83,31 @@ def test_triton_solution_builds_and_passes(tmp_path: Path):
     assert performance.sol_ms is not None and performance.latency_ms >= performance.sol_ms
 
 
+HOST_GAP_ADD = """
+import torch
+
+
+def add(a, b, c):
+    torch.mul(a, 1.0, out=c)
+    for _ in range(200):  # host work between two launches, as a Python loop of a multi-kernel solution has
+        torch.empty(1)
+    torch.add(c, b, out=c)
+"""
+
+
+def test_launch_overhead_is_the_host_gap_that_the_gate_hides(tmp_path: Path):
+    """One kernel: (almost) no launch overhead; two kernels with host work between them: the gap is
+    not in latency_ms (gated) but is in launch_overhead_ms (the ungated series)."""
+    single = evaluate(ADD, inline_solution("add-triton", ADD.name, "triton", "kernel.py::add", {"kernel.py": TRITON_ADD}), _options(tmp_path, hidden=0))
+    gapped = evaluate(ADD, inline_solution("add-gap", ADD.name, "pytorch", "kernel.py::add", {"kernel.py": HOST_GAP_ADD}), _options(tmp_path, hidden=0))
+    for traces in (single, gapped):
+        assert all(t.evaluation.status == Status.PASSED for t in traces), [t.evaluation.log for t in traces]
+    one, two = single[0].evaluation.performance, gapped[0].evaluation.performance
+    assert one.launch_overhead_ms is not None and one.launch_overhead_ms < 0.02, one
+    assert two.launch_overhead_ms is not None and two.launch_overhead_ms > 0.05, two  # 200 host allocations: well over 50 us
+    assert two.launch_overhead_ms > 3 * one.launch_overhead_ms
+
+
 def test_cuda_cpp_solution_builds_and_passes(tmp_path: Path):
     solution = inline_solution("add-cuda", ADD.name, "cuda_cpp", "add.cu::add", {"add.cu": CUDA_ADD})
     traces = evaluate(ADD, solution, _options(tmp_path))

@@ -111,3 +111,24 @@ def test_cupti_timer_sees_work_that_outlives_the_callers_stream(joined: bool):
         assert timer.outlived_ms < 0.05
     else:
         assert timer.outlived_ms > 0.3 * span
+
+
+def test_the_ungated_series_holds_the_host_gap_the_gate_hides():
+    """launch_overhead_ms is made of this: behind the gate the 5 ms sleep is outside the span, in the
+    ungated series that follows it is inside."""
+    from solbench.bench.timing import ungated_series
+
+    timer = CuptiTimer()
+    gate, note = make_gate("cuda")
+    assert gate is not None, note
+    x = torch.randn(1 << 20, device="cuda")
+    y = torch.empty_like(x)
+    flush = CacheFlusher("cuda")
+    try:
+        gated = measure(lambda: _two_kernels_with_host_gap(x, y), timer, flush, warmup=2, min_iterations=10, max_iterations=10, gate=gate)
+        ungated = ungated_series(lambda: _two_kernels_with_host_gap(x, y), timer, flush, 5)
+    finally:
+        timer.close()
+    assert len(ungated) == 5
+    overhead_ms = sorted(ungated)[2] - gated.median_ms
+    assert HOST_GAP_S * 1e3 * 0.9 <= overhead_ms <= HOST_GAP_S * 1e3 * 3

@@ -30,8 +30,9 @@ def test_the_reference_worker_is_kept_across_problems_and_solution_workers_are_n
     phases = [trace.evaluation.phases for trace in first + second]
     assert all(set(p) <= set(PHASES) and all(v >= 0 for v in p.values()) for p in phases)
     assert "start" in phases[0] and "build" in phases[0] and "start" not in phases[1]  # the run's start-up lands in its first trace
+    assert all(t.evaluation.performance.launch_overhead_ms is None for t in first + second)  # no launch gate on a CPU
     for p in phases:
-        assert {"inputs", "reference", "correctness", "timing", "verify", "other"} <= set(p)
+        assert {"inputs", "reference", "correctness", "timing", "verify", "sol", "other"} <= set(p)
         assert p["correctness"] > 0 and p["timing"] > 0
     assert phases[2]["start"] < phases[0]["start"]  # loading a problem into a running reference worker is cheaper than starting one
 

@@ -98,6 +98,7 @@ class TimeRequest(Request):
     target_rse: float = 0.01
     timer: str = "auto"
     launch_gate: bool = False
+    launch_series: int = Field(default=0, ge=0, le=100)  # behind the gate: this many more calls without it (launch_overhead_ms)
 
 
 # --- answers ---------------------------------------------------------------------------------------
@@ -153,6 +154,7 @@ class TimeAnswer(Answer):
     checked: dict[str, dict[str, Described]]
     calls: int = Field(ge=1)
     aliased_outputs: list[str] = Field(default_factory=list)
+    ungated_times_ms: list[float] = Field(default_factory=list)  # the launch series: spans of calls timed without the gate
 
 
 REQUESTS: dict[str, type[Request]] = {

@@ -30,6 +30,7 @@ class EvalOptions:
     reference_latency: bool = False
     timer: str = "auto"  # auto | cupti | events
     launch_gate: bool = True  # hold the stream until each call is enqueued (host launch gaps not timed; un-joined streams show)
+    launch_series: int = 5  # with the gate: calls timed without it afterwards, whose median less the latency is launch_overhead_ms
     hardware: str | None = None  # spec for T_SOL; default: matched from the GPU's name
     clock_mhz: float | None = None  # price T_SOL at this SM clock (a locked-clock run); None: the spec's boost clock
     policy: str = "auto"

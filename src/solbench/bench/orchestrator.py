@@ -259,6 +259,7 @@ class EvaluationRun:
         check = sorted(chooser.sample(range(span), min(self._checkable_calls(workload), span)))
         parameters = {"warmup": options.warmup, "min_iterations": options.min_iterations, "max_iterations": options.max_iterations,
                       "budget_s": options.budget_s, "target_rse": options.target_rse, "timer": options.timer, "launch_gate": options.launch_gate,
+                      "launch_series": options.launch_series,
                       "workload": workload, "outputs": self._output_specs(workload), "blob_dir": str(self.session.root)}
         group = workers.group()
         with self.phases("timing"):
@@ -272,6 +273,7 @@ class EvaluationRun:
         samples = Samples(timed.method, list(timed.times_ms))
         performance = Performance(
             latency_ms=samples.median_ms, latency_iqr_ms=samples.iqr_ms, timing_method=samples.method, iterations=len(samples.times_ms),
+            launch_overhead_ms=max(0.0, statistics.median(timed.ungated_times_ms) - samples.median_ms) if timed.ungated_times_ms else None,
         )
         if options.reference_latency:
             with self.phases("timing"):

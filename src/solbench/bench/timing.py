@@ -283,6 +283,21 @@ class CacheFlusher:
         self.clean.sum()
 
 
+def ungated_series(prepare: Callable[[], Callable[[], Any]], timer: Any, flush: CacheFlusher, calls: int) -> list[float]:
+    """Spans of `calls` more calls timed without the launch gate (flushed and synchronised as timed
+    calls are): the host's launch gaps between a call's kernels are inside them."""
+    import torch
+
+    times = []
+    for _ in range(calls):
+        bound = prepare()
+        flush()
+        if flush.buffer is not None:
+            torch.cuda.synchronize()
+        times.append(timer.measure(bound, None))
+    return times
+
+
 def measure(prepare: Callable[[], Callable[[], Any]], timer: Any, flush: CacheFlusher, *, warmup: int = 3,
             min_iterations: int = 20, max_iterations: int = 1000, budget_s: float = 10.0, target_rse: float = 0.01,
             gate: LaunchGate | None = None) -> Samples:

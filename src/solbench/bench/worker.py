@@ -35,7 +35,7 @@ from solbench.bench.messages import (
 from solbench.bench.precision import oracle_arguments
 from solbench.bench.protocol import Channel, ChannelClosed
 from solbench.bench.shm import write_blob
-from solbench.bench.timing import CacheFlusher, make_gate, make_timer, measure
+from solbench.bench.timing import CacheFlusher, make_gate, make_timer, measure, ungated_series
 from solbench.data.definition import Definition
 from solbench.data.inputs import generate_inputs
 from solbench.data.problem import Problem
@@ -214,6 +214,9 @@ class Worker:
             prepare, self.timer, self.flusher, warmup=request.warmup, min_iterations=request.min_iterations,
             max_iterations=request.max_iterations, budget_s=request.budget_s, target_rse=request.target_rse, gate=self.gate,
         )
+        ungated = []
+        if self.gate is not None and self.gate.enabled and request.launch_series:
+            ungated = ungated_series(prepare, self.timer, self.flusher, request.launch_series)
         check.add(state["index"])  # the last call is always checked
         keep_finished_call()
         self._synchronize()
@@ -224,7 +227,7 @@ class Worker:
                 for name, value in results.items()
             }
         return TimeAnswer(times_ms=samples.times_ms, method=samples.method, notes=self.notes + samples.notes, checked=checked,
-                          calls=state["index"] + 1, aliased_outputs=sorted(aliased))
+                          calls=state["index"] + 1, aliased_outputs=sorted(aliased), ungated_times_ms=ungated)
 
     # --- the call and its checks -----------------------------------------------------------------
 

@@ -41,6 +41,9 @@ class Performance(SpecModel):
     score: float | None = None
     timing_method: str | None = None
     iterations: int | None = None
+    # how much longer a call's device span is without the launch gate (the host's launch gaps between its
+    # kernels, as a user without CUDA graphs sees them): median of a short ungated series less latency_ms
+    launch_overhead_ms: float | None = None
 
 
 class Evaluation(SpecModel):
