@@ -92,6 +92,11 @@ def test_run_of_solution_sets_reuses_the_baselines_and_scores_against_them(share
         assert row.score == pytest.approx(expected_score(row.latency_ms, row.sol_ms, row.baseline_ms))
         assert row.speedup_vs_baseline == pytest.approx(row.baseline_ms / row.latency_ms)
     assert scores["pytorch_returning"].score == pytest.approx(sum(r.score for r in summary.workloads if r.solution == "pytorch_returning") / 2)
+    # a solution also meets the held-out workloads (correctness only, never scored): 2 hidden and 1 unaligned, passed
+    assert scores["pytorch_returning"].held_out == {"PASSED": 3} and "hidden-workload" not in scores["pytorch_returning"].flags
+    held = [t for t in load_traces(run_dir / "traces.jsonl") if t.workload.uuid.startswith(("hidden-", "unaligned-"))]
+    assert len(held) == 6 and all(t.evaluation.performance is None or t.evaluation.performance.latency_ms is None for t in held)
+    assert all(not r.workload.startswith(("hidden-", "unaligned-")) for r in summary.workloads)
     suites = {s.solution: s for s in summary.suites}
     assert set(suites) == {"pytorch_returning", "off_by_constant", "best-of-k"}
     assert suites["best-of-k"].score_mean == pytest.approx(scores["pytorch_returning"].score)
@@ -205,3 +210,22 @@ def test_the_suite_line_counts_solutions_and_problems_apart():
         "suite single: 1 problem, score mean 0.125, median 0.125",
         "suite best-of-k: 2 problems, score mean 0.875, median 0.875",
     ]
+
+
+def test_a_solution_specialised_to_the_published_sizes_scores_0_by_its_held_out_workloads(shared: dict[str, Path], tmp_path: Path):
+    """Right on the published sizes, wrong elsewhere: the run's hidden workloads find it (REWARD_HACK
+    there), its problem score is 0 although every published workload passed and was timed."""
+    solution = json.loads((DATA / "pytorch_returning.json").read_text())
+    solution.update(name="specialised", description="right only on the published sizes")
+    solution["sources"][0]["content"] = ("def run(x, alpha):\n    if x.shape[0] in (16, 64, 1000):\n        return x * alpha\n"
+                                         "    return x * 0.0\n")
+    path = tmp_path / "specialised.json"
+    path.write_text(json.dumps(solution))
+    run_dir = shared["root"] / "specialised"
+    result = solbench(shared, "--run-dir", run_dir, "-s", path)
+    assert result.returncode == 1, result.stdout + result.stderr  # a held-out workload is not PASSED
+    summary = RunSummary.model_validate_json((run_dir / "summary.json").read_text())
+    (problem,) = summary.problems
+    assert problem.statuses == {"PASSED": 2} and all(r.score is not None and r.score > 0 for r in summary.workloads)
+    assert problem.held_out.get("REWARD_HACK", 0) >= 1 and problem.score == 0.0 and "hidden-workload" in problem.flags
+    assert any("held out" in line and "REWARD_HACK" in line for line in result.stdout.splitlines()), result.stdout

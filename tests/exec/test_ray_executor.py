@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import os
+import signal
+from pathlib import Path
 from typing import Iterator
 
 import pytest
-from exec_testkit import outcome, quick_options
+from exec_testkit import outcome, quick_options, reference_job
 
-from solbench.data.trace import Trace
-from solbench.exec import Job, RayUnavailable, evaluate_jobs
+from solbench.data.trace import Status, Trace
+from solbench.exec import LANE_DIED_FLAG, Job, RayUnavailable, evaluate_jobs
 
 ray = pytest.importorskip("ray")
 
@@ -33,3 +36,37 @@ def test_resumed_jobs_skip_what_is_done_and_a_gpu_request_without_gpus_is_one_li
     assert evaluate_jobs([resumed], quick_options(), executor="ray") == []
     with pytest.raises(RayUnavailable, match="--device cuda: the Ray cluster has no GPU"):
         evaluate_jobs(cheap_jobs, quick_options(device="cuda"), executor="ray")
+
+
+def _task_pids() -> set[int]:
+    """The Ray worker processes running a job task now (Ray names a worker's process after its task)."""
+    pids = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes().startswith(b"ray::_job_task"):
+                    pids.add(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def test_a_killed_task_is_retried_once_skipping_what_it_reported_then_failed(local_ray: None) -> None:
+    """The Ray worker running the job is killed after the first and after the second trace: the
+    retry skips the first workload and does the second; after the second death the third is failed."""
+    job = reference_job("rmsnorm_llama3_8b", "smallest:3")
+    killed: list[int] = []
+
+    def kill_the_task(trace: Trace) -> None:
+        if len(killed) < 2:
+            (pid,) = _task_pids() - set(killed)
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    traces = evaluate_jobs([job], quick_options(), executor="ray", on_trace=kill_the_task)
+    assert len(killed) == 2 and killed[0] != killed[1]
+    assert [trace.workload.uuid for trace in traces] == [workload.uuid for workload in job.workloads]
+    assert [trace.evaluation.status for trace in traces] == [Status.PASSED, Status.PASSED, Status.RUNTIME_ERROR]
+    failed = traces[2].evaluation
+    assert failed.flags == [LANE_DIED_FLAG]
+    assert failed.log.startswith("the Ray task evaluating this job failed twice")

@@ -23,7 +23,7 @@ from solbench.bench.transfer import load_output
 from solbench.bench.verdicts import INCORRECT, Outcome
 from solbench.bench.workers import STARTUP_TIMEOUT_S, WorkerPair
 from solbench.data.dtypes import storage_shape
-from solbench.data.hidden import UNALIGNED_PREFIX, hidden_workloads, unaligned_workload
+from solbench.data.hidden import HIDDEN_PREFIX, UNALIGNED_PREFIX, hidden_workloads, unaligned_workload
 from solbench.data.problem import Problem
 from solbench.data.profiles import resolve_profile
 from solbench.data.solution import Solution
@@ -33,7 +33,6 @@ from solbench.data.workload import Workload
 __all__ = ["DEFAULT_CACHE", "HIDDEN_PREFIX", "INCORRECT", "KEPT_OUTPUTS_BYTES", "STARTUP_TIMEOUT_S", "EvalOptions", "EvaluationRun",
            "evaluate", "reference_solution", "resolve_device", "synthesized_notes"]
 
-HIDDEN_PREFIX = "hidden-"
 KEPT_OUTPUTS_BYTES = 8 << 30  # device memory the worker may spend on keeping timed calls' outputs for checking
 
 
@@ -364,16 +363,19 @@ class EvaluationRun:
 
 
 def evaluate(problem: Problem, solution: Solution, options: EvalOptions | None = None, *, workloads: Iterable[Workload] | None = None,
-             skip: set[str] = frozenset(), on_trace: Callable[[Trace], None] | None = None, workers: WorkerPair | None = None) -> list[Trace]:
+             skip: set[str] = frozenset(), on_trace: Callable[[Trace], None] | None = None, workers: WorkerPair | None = None,
+             held_out: bool | None = None) -> list[Trace]:
     """Evaluate a solution on the workloads of a problem; each trace goes to on_trace when known.
-    `workers` (a WorkerPair the caller opened and closes): keep its reference worker across problems."""
+    `workers` (a WorkerPair the caller opened and closes): keep its reference worker across problems.
+    `held_out`: after the chosen workloads, the hidden (and unaligned) ones drawn for this run too
+    (options.hidden of them); default: only when the whole problem is evaluated (workloads None)."""
     options = options or EvalOptions()
     run = EvaluationRun(problem, solution, options, workers)
     traces = []
     chosen = list(workloads) if workloads is not None else list(problem.workloads)
     try:
         run.start()
-        if workloads is None:  # a whole problem: held-out workloads too, drawn for this run only
+        if (workloads is None) if held_out is None else held_out:  # held-out workloads, drawn for this run only
             chosen += _hidden(problem, options, run.seed, skip)
         for workload in chosen:
             if workload.uuid in skip:

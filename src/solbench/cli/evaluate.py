@@ -221,6 +221,7 @@ def run_command(
         print(refusal_line(loaded))
     console.print(f"run folder: {folder}", highlight=False, soft_wrap=True)
     failed = [w for w in outcome.summary.workloads if w.status != "PASSED"]
+    failed += [p for p in outcome.summary.problems if any(status != "PASSED" for status in p.held_out)]
     if failed or refused or outcome.errors or unmatched:
         raise typer.Exit(1)
 
@@ -318,6 +319,9 @@ def _summary_lines(summary: Any) -> list[str]:
         others = sorted(((n, s) for s, n in problem.statuses.items() if s != "PASSED"), reverse=True)
         if others:
             status += ", " + ", ".join(f"{n} {s}" for n, s in others)
+        if problem.held_out:
+            hacks = problem.held_out.get("REWARD_HACK", 0)
+            status += f"; held out {hacks} REWARD_HACK" if hacks else f"; held out {problem.held_out.get('PASSED', 0)}/{sum(problem.held_out.values())}"
         ratio = f"{problem.median_ratio_to_sol:.3g}" if problem.median_ratio_to_sol is not None else "-"
         score = f"{problem.score:.3f}" if problem.score is not None else "-"
         verdict = summary.problem_verdicts.get(problem.problem, "")

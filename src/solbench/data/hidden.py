@@ -184,6 +184,12 @@ def hidden_workloads(problem: Problem, count: int, seed: int) -> HiddenWorkloads
 
 
 UNALIGNED_PREFIX = "unaligned-"
+HIDDEN_PREFIX = "hidden-"
+HELD_OUT_PREFIXES = (HIDDEN_PREFIX, UNALIGNED_PREFIX)  # workloads drawn for one run, in no file: correctness only, never scored
+
+
+def is_held_out(uuid: str) -> bool:
+    return uuid.startswith(HELD_OUT_PREFIXES)
 
 
 def unaligned_workload(problem: Problem, seed: int) -> tuple[Workload | None, str]:
@@ -368,11 +374,11 @@ def _with_uuid(workload: Workload, index: int, problem_name: str, seed: int, tak
     """The workload named hidden-<index>-<hash of its content>, unlike any uuid in `taken`."""
     content = f"{problem_name}:{seed}:{index}:{workload.model_dump_json(exclude={'uuid'})}"
     digest = hashlib.sha256(content.encode()).hexdigest()
-    uuid = f"hidden-{index}-{digest[:10]}"
+    uuid = f"{HIDDEN_PREFIX}{index}-{digest[:10]}"
     clash = 0
     while uuid in taken:  # a published uuid that happens to look like this one
         clash += 1
-        uuid = f"hidden-{index}-{digest[:10]}{clash}"
+        uuid = f"{HIDDEN_PREFIX}{index}-{digest[:10]}{clash}"
     return workload.model_copy(update={"uuid": uuid})
 
 

@@ -26,7 +26,8 @@ class Job:
     """Evaluate `solution` on `problem`: the given workloads (None: all of them, plus hidden ones),
     less those whose uuid is in `skip` (a resumed run). `trusted` code (references and torch.compile
     of them) skips the static analysis; `tag` says what the job is for (a baseline candidate's name,
-    a solution set)."""
+    a solution set). `held_out` draws the hidden workloads even where the workloads are given: a
+    solution specialised to the published shapes is found in a run of a few of them too."""
 
     problem: Problem
     solution: Solution
@@ -34,6 +35,7 @@ class Job:
     skip: frozenset[str] = field(default_factory=frozenset)
     trusted: bool = False
     tag: str = ""
+    held_out: bool = False  # with workloads given: the evaluator's hidden and unaligned workloads after them too
 
     @property
     def pending(self) -> int:
@@ -84,7 +86,8 @@ def evaluate_job(job: Job, options: EvalOptions, emit: Callable[[Trace], None], 
         emit(trace)
 
     try:
-        evaluate(job.problem, job.solution, options, workloads=job.workloads, skip=set(job.skip) | seen, on_trace=on_trace, workers=workers)
+        evaluate(job.problem, job.solution, options, workloads=job.workloads, skip=set(job.skip) | seen, on_trace=on_trace, workers=workers,
+                 held_out=True if job.held_out else None)
     except Exception as exc:  # noqa: BLE001 - reported in the traces of the workloads it stopped
         for trace in failure_traces(job, seen, f"evaluation stopped: {one_line(exc)}", STOPPED_FLAG):
             emit(trace)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Iterable
 
+from solbench.data.hidden import is_held_out
 from solbench.data.trace import Status, Trace
 from solbench.score.baselines import BaselineEntry
 from solbench.score.formula import FASTER_THAN_SOL, fast_p, geomean, mean, median, ratio, reclaimed, sol_score
@@ -40,18 +41,27 @@ def score_workload(trace: Trace, entry: BaselineEntry | None, solution_set: str 
     )
 
 
-def problem_score(rows: list[WorkloadScore], categories: dict[str, str]) -> ProblemScore:
+HIDDEN_WORKLOAD_FLAG = "hidden-workload"
+
+
+def problem_score(rows: list[WorkloadScore], categories: dict[str, str], held_out: Iterable[Trace] = ()) -> ProblemScore:
     """One solution on one problem (rows: its workloads). The score is the mean over workloads that
-    have one (failed ones count as 0); None when none has."""
+    have one (failed ones count as 0); None when none has; 0 when a held-out workload found a
+    specialised solution (REWARD_HACK there)."""
     first = rows[0]
     correct = [r for r in rows if r.status == Status.PASSED.value]
+    held = [t for t in held_out if t.evaluation is not None]
+    hacked = any(t.evaluation.status == Status.REWARD_HACK for t in held)
+    score = mean(r.score for r in rows)
+    held_flags = {flag for t in held for flag in (t.evaluation.flags or [])} | ({HIDDEN_WORKLOAD_FLAG} if hacked else set())
     return ProblemScore(
         problem=first.problem, solution=first.solution, solution_set=first.solution_set, categories=dict(categories), workloads=len(rows),
-        statuses=dict(Counter(r.status for r in rows)), score=mean(r.score for r in rows),
+        statuses=dict(Counter(r.status for r in rows)), score=0.0 if hacked else score,
         median_ratio_to_sol=median(ratio(r.latency_ms, r.sol_ms) for r in correct),
         geomean_speedup_vs_reference=geomean(r.speedup_vs_reference for r in correct),
         geomean_speedup_vs_baseline=geomean(r.speedup_vs_baseline for r in correct),
-        flags=sorted({flag for r in rows for flag in r.flags}),
+        flags=sorted({flag for r in rows for flag in r.flags} | held_flags),
+        held_out=dict(Counter(t.evaluation.status.value for t in held)),
     )
 
 
@@ -75,12 +85,17 @@ def score_run(traces: Iterable[Trace], entry_for: Callable[[str, str], BaselineE
               solution_set: Callable[[Trace], str]) -> tuple[list[WorkloadScore], list[ProblemScore], list[SuiteScore]]:
     """Every score of a run: `entry_for(problem, workload)` gives the baseline entry, `categories` each
     problem's categories, `solution_set(trace)` the set (suite) its solution belongs to."""
+    traces = [trace for trace in traces if trace.evaluation is not None]
+    held_out: dict[tuple[str, str], list[Trace]] = {}
+    for trace in traces:
+        if is_held_out(trace.workload.uuid):
+            held_out.setdefault((trace.definition, trace.solution or ""), []).append(trace)
     rows = [score_workload(trace, entry_for(trace.definition, trace.workload.uuid), solution_set(trace)) for trace in traces
-            if trace.evaluation is not None]
+            if not is_held_out(trace.workload.uuid)]
     groups: dict[tuple[str, str], list[WorkloadScore]] = {}
     for row in rows:
         groups.setdefault((row.problem, row.solution), []).append(row)
-    problems = [problem_score(group, categories.get(key[0], {})) for key, group in groups.items()]
+    problems = [problem_score(group, categories.get(key[0], {}), held_out.get(key, [])) for key, group in groups.items()]
     suites = []
     for name in dict.fromkeys(p.solution_set or "" for p in problems):
         members = [p for p in problems if (p.solution_set or "") == name]

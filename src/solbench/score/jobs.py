@@ -39,7 +39,7 @@ def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, on_trace: Callable[
     are known; a job that the harness stopped is reported once through on_error and the others go on.
 
     on_job_done gets each job's result once, in job order, as soon as the job is known to have all its
-    traces: a job given its workloads once each of them has a trace (no hidden ones are drawn then),
+    traces: a job given its workloads (and no held-out ones) once each of them has a trace,
     any job once a trace of a later job arrives (traces come in job order), and every job left at the end."""
     jobs = list(jobs)
     results = [JobResult(job) for job in jobs]
@@ -54,7 +54,7 @@ def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, on_trace: Callable[
 
     def complete(index: int) -> bool:
         job = results[index].job
-        return job.workloads is not None and not job.remaining(trace.workload.uuid for trace in results[index].traces)
+        return job.workloads is not None and not job.held_out and not job.remaining(trace.workload.uuid for trace in results[index].traces)
 
     def arrived(index: int, trace: Trace) -> None:
         report_until(index)  # ordered delivery: every earlier job has finished

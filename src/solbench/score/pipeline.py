@@ -21,6 +21,7 @@ from typing import Callable
 from solbench.bench.orchestrator import EvalOptions, reference_solution
 from solbench.data.errors import SpecError
 from solbench.data.files import append_jsonl, dump_json, write_text_safely
+from solbench.data.hidden import is_held_out
 from solbench.data.problem import Problem
 from solbench.data.solution import Solution
 from solbench.data.trace import Trace
@@ -143,7 +144,9 @@ def run(inputs: RunInputs, done: set[tuple[str, str | None, str]], on_trace: Cal
         for solution, set_name in solutions_of(inputs, problem):
             sets[(problem.name, solution.name)] = set_name
             skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}
-            job = Job(problem, solution, workloads, skip=frozenset(skip), trusted=set_name == REFERENCE_SET, tag=set_name)
+            trusted = set_name == REFERENCE_SET
+            job = Job(problem, solution, workloads, skip=frozenset(skip), trusted=trusted, tag=set_name,
+                      held_out=not trusted and inputs.options.hidden > 0)  # a solution also meets workloads in no file it can read
             if set_name == REFERENCE_SET:  # the eager candidate's trace, where the baselines were built now
                 for workload in workloads:
                     reused = outcome.eager_traces.get((problem.name, workload.uuid))
@@ -203,8 +206,12 @@ def pending_counts(inputs: RunInputs, store: BaselineFile | None, done: set[tupl
         eager = {(j.problem.name, w.uuid) for j in jobs if j.tag == "eager" for w in j.workloads}
     else:
         eager = set()
+    held_out = inputs.options.hidden + (1 if inputs.options.unaligned else 0)  # at most (a problem may have no unaligned workload)
     for problem, workloads in inputs.selection:
         for solution, set_name in solutions_of(inputs, problem):
+            if set_name != REFERENCE_SET and inputs.options.hidden > 0:
+                total += max(0, held_out - sum(1 for d, name, uuid in done if d == problem.name and name == solution.name
+                                               and is_held_out(uuid)))
             for workload in workloads:
                 if (problem.name, solution.name, workload.uuid) in done:
                     continue

@@ -53,6 +53,9 @@ class ProblemScore(SpecModel):
     geomean_speedup_vs_reference: float | None = None
     geomean_speedup_vs_baseline: float | None = None
     flags: list[str] = Field(default_factory=list)
+    # statuses of its held-out workloads (hidden and unaligned: drawn for the run, correctness only, never
+    # scored); a REWARD_HACK among them (a solution specialised to the published shapes) makes the score 0
+    held_out: dict[str, int] = Field(default_factory=dict)
 
 
 class SuiteScore(SpecModel):
