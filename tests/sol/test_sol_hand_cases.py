@@ -108,6 +108,13 @@ CASES = [
          {"z": ([4, 16], BF16)}, {"tensor_bf16": 1024, "vector_fp16": 4 * 16}, 64 + 256 + 32 + 128),
     case("bmm_fp32", "torch.bmm(a, b)", {"a": ([3, 4, 8], F32), "b": ([3, 8, 16], F32)}, {"z": ([3, 4, 16], F32)},
          {"tensor_fp32": 3 * 1024}, 3 * (128 + 512 + 256)),
+    # grouped GEMM (MoE experts): 2 * S * K * N; of the E expert matrices at most one per row moves
+    case("grouped_mm_fewer_rows_than_experts", "torch._grouped_mm(a, b, offs=offs)",
+         {"a": ([4, 8], BF16), "b": ([8, 8, 16], BF16), "offs": ([8], "int32")}, {"z": ([4, 16], BF16)},
+         {"tensor_bf16": 2 * 4 * 8 * 16}, 64 + 4 * 8 * 16 * 2 + 32 + 128),
+    case("grouped_mm_every_expert_reached", "torch._grouped_mm(a, b, offs=offs)",
+         {"a": ([16, 8], BF16), "b": ([4, 8, 16], BF16), "offs": ([4], "int32")}, {"z": ([16, 16], BF16)},
+         {"tensor_bf16": 2 * 16 * 8 * 16}, 256 + 4 * 8 * 16 * 2 + 16 + 512),
     # fp8 x fp8 -> bf16 with two fp32 scalar scales: 2 * 16 * 16 * 32 on tensor_fp8, scales applied per output
     case("scaled_mm_fp8", "torch._scaled_mm(a, b.t(), scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16)",
          {"a": ([16, 32], "float8_e4m3fn"), "b": ([16, 32], "float8_e4m3fn"), "sa": ([], F32), "sb": ([], F32)},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from math import log2, prod
 
-from solbench.sol.costs.base import Contraction, Cost, letters, operand_bytes, operand_unit, reads_all, rule, vector_unit
+from solbench.sol.costs.base import Contraction, Cost, letters, live_bytes, operand_bytes, operand_unit, reads_all, rule, vector_unit
 from solbench.sol.graph import OpNode, TensorInfo
 
 
@@ -56,6 +56,35 @@ def _scaled_mm(node: OpNode) -> Cost:
     cost = _gemm_cost(node, a, b, 1, m, n, k, "mk,kn,?,?->mn")
     cost.flops[vector_unit(node.outputs[0].dtype)] += m * n  # applying the scales to the result
     return cost
+
+
+@rule("_grouped_mm")
+def _grouped_mm(node: OpNode) -> Cost:
+    """Grouped GEMM (MoE experts): A[S, K] rows in groups (offs) times B[E, K, N], each group by its own
+    matrix; or a batched A[E, M, K] @ B[E, K, N]; or A[M, K] @ B[K, N] with K split in groups
+    (an expert weight gradient, out[E, M, N]). Each product is computed once: 2*S*K*N flops for the
+    grouped rows. Of B only the matrices that rows can reach move: at most one per row (as an
+    indexed read, never more than B)."""
+    a, b = node.inputs[:2]
+    out = node.outputs[0]
+    if len(a.shape) == 2 and len(b.shape) == 3:  # grouped rows
+        rows, k = a.shape
+        groups, _, n = b.shape
+        cost = _gemm_cost(node, a, b, 1, rows, n, k, "sk,ekn->sn")
+        reachable = min(groups, rows) / max(groups, 1)  # the share of B's matrices that the rows can reach
+        cost.reads = [(t, int(live_bytes(t) * reachable) if t is b else live_bytes(t)) for t in node.inputs]
+        cost.contraction.b_bytes = operand_bytes(b)[0] * reachable
+        return cost
+    if len(a.shape) == 3 and len(b.shape) == 3:  # one product per group
+        groups, m, k = a.shape
+        return _gemm_cost(node, a, b, groups, m, b.shape[2], k, "emk,ekn->emn")
+    if len(a.shape) == 2 and len(b.shape) == 2 and len(out.shape) == 3:  # K split in groups: out[E, M, N]
+        (m, k), n = a.shape, b.shape[1]
+        return _gemm_cost(node, a, b, 1, m, n, k, "mk,kn->emn")
+    if len(a.shape) == 3 and len(b.shape) == 2:  # A[E, M, K] against B[N_total, K]-grouped columns
+        groups, m, k = a.shape
+        return _gemm_cost(node, a, b, 1, m, out.shape[-1], k, "emk,kn->mn")
+    raise ValueError(f"_grouped_mm with operands of rank {len(a.shape)} and {len(b.shape)}: no cost rule")
 
 
 @rule("mv", "addmv", "dot", "vdot")

@@ -1,0 +1,73 @@
+"""Model configs typed in from the published config.json of each model (the Hugging Face id is the
+provenance): only the values the extracted layers read. `tiny` is a shrunk config of the same
+family (same structure, tiny sizes) for the CPU numerics tests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    name: str  # problem-name prefix, e.g. "llama3_8b"
+    title: str  # e.g. "Llama-3-8B"
+    hf_id: str
+    family: str  # a key of solbench.dataset.extract.modules.FAMILIES
+    values: dict[str, Any]  # keyword arguments of the family's transformers config class
+    dtype: str = "bfloat16"  # the dtype the model runs in
+    tiny: dict[str, Any] = field(default_factory=dict)  # overrides of `values` for the shrunk config
+
+
+_LLAMA_TINY = {"hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16}
+
+MODELS: dict[str, ModelConfig] = {m.name: m for m in [
+    ModelConfig("llama3_8b", "Llama-3-8B", "meta-llama/Meta-Llama-3-8B", "llama", {
+        "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "hidden_act": "silu", "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+        "max_position_embeddings": 8192, "vocab_size": 128256, "attention_bias": False, "mlp_bias": False,
+    }, tiny=_LLAMA_TINY),
+    ModelConfig("llama3_70b", "Llama-3-70B", "meta-llama/Meta-Llama-3-70B", "llama", {
+        "hidden_size": 8192, "intermediate_size": 28672, "num_hidden_layers": 80, "num_attention_heads": 64,
+        "num_key_value_heads": 8, "hidden_act": "silu", "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+        "max_position_embeddings": 8192, "vocab_size": 128256, "attention_bias": False, "mlp_bias": False,
+    }, tiny=_LLAMA_TINY),
+    ModelConfig("qwen3_8b", "Qwen3-8B", "Qwen/Qwen3-8B", "qwen3", {
+        "hidden_size": 4096, "intermediate_size": 12288, "num_hidden_layers": 36, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "head_dim": 128, "hidden_act": "silu", "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+        "max_position_embeddings": 40960, "vocab_size": 151936, "attention_bias": False, "use_sliding_window": False,
+    }, tiny=_LLAMA_TINY),
+    ModelConfig("qwen3_30b_a3b", "Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B", "qwen3_moe", {
+        "hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768, "num_experts": 128,
+        "num_experts_per_tok": 8, "norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": [],
+        "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "hidden_act": "silu",
+        "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "max_position_embeddings": 40960, "vocab_size": 151936,
+        "attention_bias": False, "use_sliding_window": False,
+    }, tiny={**_LLAMA_TINY, "moe_intermediate_size": 32, "num_experts": 8, "num_experts_per_tok": 2}),
+    ModelConfig("mixtral_8x7b", "Mixtral-8x7B", "mistralai/Mixtral-8x7B-v0.1", "mixtral", {
+        "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2, "hidden_act": "silu",
+        "rms_norm_eps": 1e-5, "rope_theta": 1000000.0, "max_position_embeddings": 32768, "vocab_size": 32000,
+        "sliding_window": None,
+    }, tiny={**_LLAMA_TINY, "num_local_experts": 4, "num_experts_per_tok": 2}),
+    ModelConfig("deepseek_v3", "DeepSeek-V3", "deepseek-ai/DeepSeek-V3", "deepseek_v3", {
+        "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048, "n_routed_experts": 256,
+        "n_shared_experts": 1, "num_experts_per_tok": 8, "n_group": 8, "topk_group": 4, "routed_scaling_factor": 2.5,
+        "norm_topk_prob": True, "first_k_dense_replace": 3, "num_hidden_layers": 61, "num_attention_heads": 128,
+        "num_key_value_heads": 128, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+        "qk_rope_head_dim": 64, "v_head_dim": 128, "hidden_act": "silu", "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "rope_scaling": {"type": "yarn", "factor": 40.0, "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0,
+                         "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096},
+        "max_position_embeddings": 163840, "vocab_size": 129280, "attention_bias": False,
+    }, tiny={"hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 32, "n_routed_experts": 8,
+             "num_experts_per_tok": 2, "n_group": 2, "topk_group": 1, "num_attention_heads": 4, "num_key_value_heads": 4,
+             "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16}),
+    ModelConfig("gemma3_27b", "Gemma-3-27B", "google/gemma-3-27b-it", "gemma3", {
+        "hidden_size": 5376, "intermediate_size": 21504, "num_hidden_layers": 62, "num_attention_heads": 32,
+        "num_key_value_heads": 16, "head_dim": 128, "query_pre_attn_scalar": 168, "sliding_window": 1024,
+        "hidden_activation": "gelu_pytorch_tanh", "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+        "rope_local_base_freq": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        "attn_logit_softcapping": None, "final_logit_softcapping": None, "max_position_embeddings": 131072,
+        "vocab_size": 262208, "attention_bias": False,
+    }, tiny={**_LLAMA_TINY, "query_pre_attn_scalar": 16, "sliding_window": 8}),
+]}

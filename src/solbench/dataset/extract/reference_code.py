@@ -1,0 +1,94 @@
+"""A captured graph turned into a standalone reference: `import torch` and a top-level `run(...)`
+whose parameters are the problem's inputs, with aten calls and constants inlined.
+
+The body is torch.fx's own code generation of the cleaned graph (assertions and detaches dropped,
+dead code removed); tensors the graph creates are put on the device of the first input."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from solbench.dataset.extract.capture import Captured
+
+_DROPPED = ("_assert", "sym_constrain_range")  # shape/dtype assertions of export: no effect on values
+_LITERAL_LIMIT = 8192  # constants with more elements than this are not inlined
+
+
+def _clean(graph: Any) -> None:
+    import torch
+
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        name = getattr(node.target, "__name__", str(node.target))
+        if name.startswith(_DROPPED) and not node.users:
+            graph.erase_node(node)
+        elif node.target in (torch.ops.aten.detach.default, torch.ops.aten.alias.default) and node.op == "call_function":
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+    graph.eliminate_dead_code()
+
+
+def _literal(value: Any) -> str:
+    return repr(value.detach().cpu().tolist())
+
+
+def reference_source(captured: Captured, docstring: str) -> str:
+    import copy
+
+    from torch.fx.graph import CodeGen
+
+    graph_module = copy.deepcopy(captured.graph_module)
+    graph = graph_module.graph
+    graph._codegen = CodeGen()  # plain positional code, no pytree flattening
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(captured.placeholders):
+        raise ValueError(f"the graph has {len(placeholders)} inputs, {len(captured.placeholders)} names were given")
+    for node, name in list(zip(placeholders, captured.placeholders)):
+        if name is None:
+            if node.users:
+                raise ValueError(f"graph input {node.name} is used but has no name")
+            graph.erase_node(node)
+    placeholders, names = zip(*[(n, name) for n, name in zip(placeholders, captured.placeholders) if name is not None])
+    wanted = set(names)
+    for node in graph.nodes:
+        if node.op != "placeholder" and node.name in wanted:
+            node._rename(f"{node.name}_out")
+    for node, name in zip(placeholders, names):
+        node._rename(name)
+        node.target = node.name
+        if node.name != name:
+            raise ValueError(f"input name {name} is taken in the graph")
+    _clean(graph)
+    code = graph.python_code(root_module="self")
+    lines = code.src.strip("\n").split("\n")
+    body = [re.sub(r";  (\w+ = )+None$", "", line) for line in lines[1:]]
+    body = [line for line in body if line.strip()]
+    first = captured.inputs[0].name
+    text = "\n".join(body)
+    text = re.sub(r"device\(type='\w+'(, index=\d+)?\)", f"{first}.device", text)
+    text = re.sub(r"return \((\w+),\)$", r"return \1", text)
+    head = ["import torch"]
+    if re.search(r"\binf\b", text):
+        head.append("from math import inf")
+    if re.search(r"\bnan\b", text):
+        head.append("from math import nan")
+    for name in ("math", "operator"):
+        if re.search(rf"\b{name}\.", text):
+            head.insert(0, f"import {name}")
+    blocks = ["\n".join(head)]
+    setup = []
+    for name, value in captured.constants.items():
+        if value is None or value.numel() > _LITERAL_LIMIT:
+            raise ValueError(f"constant {name} has no value to inline (or is too large)")
+        const = name.upper()
+        blocks.append(f"{const} = {_literal(value)}  # {name}, {str(value.dtype).removeprefix('torch.')} {list(value.shape)}")
+        dtype = str(value.dtype)
+        setup.append(f"    {name} = torch.tensor({const}, dtype={dtype}, device={first}.device)")
+    params = ", ".join(t.name for t in captured.inputs)
+    doc = f'    """{docstring}"""'
+    blocks.append("\n".join([f"def run({params}):", doc, *setup, text]))
+    source = "\n\n\n".join(blocks) + "\n"
+    compile(source, "<reference>", "exec")
+    return source

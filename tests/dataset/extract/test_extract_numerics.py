@@ -1,0 +1,108 @@
+"""The extracted reference computes what the real transformers module computes (shrunk configs, fp32)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+transformers = pytest.importorskip("transformers")
+import torch  # noqa: E402
+
+from solbench.data.loaders import load_problems  # noqa: E402
+from solbench.data.reference import reference_module  # noqa: E402
+from solbench.dataset.extract.api import build_problem  # noqa: E402
+from solbench.dataset.extract.capture import build_module, state_of, transformers_config  # noqa: E402
+from solbench.dataset.extract.configs import MODELS  # noqa: E402
+from solbench.dataset.extract.modules import FAMILIES  # noqa: E402
+from solbench.dataset.extract.writer import write_problem  # noqa: E402
+
+BATCH, SEQ = 2, 12
+
+
+def _inputs(recipe, config, axes):
+    sizes = {k: (v[1] if isinstance(v, tuple) else v) for k, v in axes.items()} | {"batch_size": BATCH, "seq_len": SEQ}
+    acts = []
+    for act in recipe.inputs:
+        shape = [sizes[d] for d in act.dims]
+        if act.dtype == "int64":
+            acts.append(torch.arange(SEQ).expand(BATCH, SEQ).contiguous() + torch.tensor([[0], [5]]))
+        else:
+            acts.append(torch.randn(shape))
+    return acts
+
+
+def _check(tmp_path: Path, model_name: str, module: str, backward: bool = False, atol: float = 1e-5):
+    torch.manual_seed(0)
+    model = MODELS[model_name]
+    recipe = FAMILIES[model.family].recipes[module]
+    name = f"tiny_{model_name}_{module}" + ("_backward" if backward else "")
+    definition, lines = build_problem(model, recipe, backward, name, dtype="float32", tiny=True)
+    write_problem(tmp_path / name, definition, lines)
+    [problem] = load_problems([tmp_path / name])
+    run = reference_module(problem.definition).run
+
+    config = transformers_config(model, tiny=True)
+    real = build_module(model, recipe, "float32", config, "cpu")
+    state = state_of(real)
+    with torch.no_grad():
+        for _, p in state:
+            p.copy_(torch.randn_like(p) * 0.2 + (1.0 if p.dim() == 1 else 0.0))
+    acts = _inputs(recipe, config, FAMILIES[model.family].axes(config))
+    tm = FAMILIES[model.family].transformers_module()
+    weights = [p.detach().clone() for _, p in state]
+    if not backward:
+        with torch.no_grad():
+            expected = recipe.call(tm, config, real, *acts)
+        got = run(*acts, *weights)
+        expected = expected if isinstance(expected, tuple) else (expected,)
+        got = got if isinstance(got, tuple) else (got,)
+    else:
+        leaves = [a.clone().requires_grad_(True) for a in acts] + [p for _, p in state]
+        out = recipe.call(tm, config, real, *leaves[: len(acts)])
+        grad = torch.randn_like(out)
+        expected = torch.autograd.grad(out, leaves, grad)
+        got = run(*acts, *weights, grad)
+    assert len(got) == len(expected) == len(problem.definition.outputs)
+    for e, g in zip(expected, got):
+        assert g.shape == e.shape and g.dtype == e.dtype
+        torch.testing.assert_close(g, e, atol=atol, rtol=1e-5)
+        assert e.abs().max() > 0  # a non-trivial output
+    return problem
+
+
+def test_llama_mlp_matches_module(tmp_path):
+    problem = _check(tmp_path, "llama3_8b", "mlp")
+    assert list(problem.definition.inputs) == ["hidden_states", "gate_proj_weight", "up_proj_weight", "down_proj_weight"]
+
+
+def test_llama_rmsnorm_matches_module(tmp_path):
+    problem = _check(tmp_path, "llama3_8b", "norm")
+    assert "1e-05" in problem.definition.reference  # eps inlined
+
+
+def test_llama_causal_gqa_attention_matches_module(tmp_path):
+    problem = _check(tmp_path, "llama3_8b", "attention")
+    assert "scaled_dot_product_attention" in problem.definition.reference
+    assert "transformers" not in problem.definition.reference
+
+
+def test_qwen3_qknorm_attention_matches_module(tmp_path):
+    _check(tmp_path, "qwen3_8b", "attention")
+
+
+def test_gemma3_sliding_window_attention_matches_module(tmp_path):
+    _check(tmp_path, "gemma3_27b", "attention_sliding")  # tiny window 8 < 12 tokens: the window matters
+
+
+def test_llama_rope_matches_module(tmp_path):
+    problem = _check(tmp_path, "llama3_8b", "rope")
+    assert "INV_FREQ = [" in problem.definition.reference
+
+
+def test_mixtral_moe_matches_module(tmp_path):
+    _check(tmp_path, "mixtral_8x7b", "moe", atol=1e-4)
+
+
+def test_llama_mlp_backward_matches_autograd(tmp_path):
+    _check(tmp_path, "llama3_8b", "mlp", backward=True, atol=1e-4)
