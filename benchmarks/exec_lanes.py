@@ -10,6 +10,7 @@ figures are only as good as the cores that were free. The statuses must be the s
 lane count; the speed-up is relative to the first lane count.
 
     python benchmarks/exec_lanes.py [--lanes 1,2] [--problems NAME,...|all] [--workloads smallest:1] [--trials 3] [--device cpu]
+                                    [--threads-per-lane N]
 """
 
 from __future__ import annotations
@@ -32,7 +33,15 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=3)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--timing", action=argparse.BooleanOptionalAction, default=False)
+    parser.add_argument("--threads-per-lane", type=int, default=None,
+                        help="torch's intra-op threads in every lane (OMP/MKL_NUM_THREADS) for every lane count, so that the "
+                             "figure compares lanes, not threads (default: the cores shared out, all of them for one lane)")
     args = parser.parse_args()
+    if args.threads_per_lane is not None:
+        import os
+
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # the pool's CPU lanes take these over (exec.lanes.plan_lanes)
+            os.environ[name] = str(args.threads_per_lane)
 
     from solbench.bench.orchestrator import EvalOptions, reference_solution
     from solbench.data.loaders import load_problems
@@ -49,7 +58,8 @@ def main() -> None:
         problems = [problem for problem in problems if problem.name in wanted]
     jobs = [Job(problem, reference_solution(problem), choose_workloads(problem, args.workloads)) for problem in problems]
     options = EvalOptions(device=args.device, trials=args.trials, timing=args.timing, hidden=0, seed=11, static_analysis=False)
-    print(f"{len(jobs)} jobs, {sum(len(job.workloads or []) for job in jobs)} workloads; {_uptime()}")
+    threads = f"{args.threads_per_lane} thread(s) per lane" if args.threads_per_lane else "the cores shared out among the lanes"
+    print(f"{len(jobs)} jobs, {sum(len(job.workloads or []) for job in jobs)} workloads; {threads}; {_uptime()}")
     results = []
     for count in counts:
         started, cpu_before = time.perf_counter(), _children_cpu_s()

@@ -52,3 +52,40 @@ def test_a_failing_on_trace_stops_the_lanes_at_once() -> None:
     else:
         raise AssertionError("the sink's error was swallowed")
     assert lane_pids() == set()
+
+
+def _pool_with_jobs_sent_ahead(jobs: list[Job], lanes: int, on_trace) -> list[Trace]:
+    """run_pool with one job sent ahead to each lane (what GPU lanes get), here on CPU lanes."""
+    from solbench.exec.collect import Collector
+    from solbench.exec.lanes import plan_lanes
+    from solbench.exec.pool import run_pool
+
+    collector = Collector(len(jobs), on_trace, ordered=False)
+    run_pool(jobs, quick_options(), plan_lanes(lanes, "cpu"), collector, ahead=1)
+    return collector.results()
+
+
+def test_jobs_sent_ahead_give_the_serial_statuses(cheap_jobs: list[Job], serial_traces: list[Trace]) -> None:
+    traces = _pool_with_jobs_sent_ahead(cheap_jobs, 2, None)
+    assert outcome(traces) == outcome(serial_traces)
+    assert lane_pids() == set()
+
+
+def test_a_job_held_ahead_by_a_lane_that_dies_is_queued_again_without_counting_a_try() -> None:
+    """One lane holding job B ahead while it evaluates A dies twice during A (A is retried once, then
+    failed) and once during B: B, sent ahead twice but never started then, still has its one retry."""
+    first, second = reference_job("rmsnorm_llama3_8b", "smallest:3"), reference_job("silu_and_mul_llama3_8b", "smallest:2")
+    killed: list[int] = []
+
+    def kill_the_lane(index: int, trace: Trace) -> None:
+        if len(killed) < 2 or (len(killed) == 2 and index == 1):
+            (pid,) = lane_pids() - set(killed)
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    traces = _pool_with_jobs_sent_ahead([first, second], 1, kill_the_lane)
+    assert len(killed) == 3
+    statuses = {(trace.definition, trace.workload.uuid): trace.evaluation.status for trace in traces}
+    assert [statuses[(first.problem.name, w.uuid)] for w in first.workloads] == [Status.PASSED, Status.PASSED, Status.RUNTIME_ERROR]
+    assert [statuses[(second.problem.name, w.uuid)] for w in second.workloads] == [Status.PASSED, Status.PASSED]
+    assert lane_pids() == set()

@@ -14,20 +14,31 @@ from multiprocessing.connection import Connection
 def serve(connection: Connection) -> None:
     """Messages in: the lane's name and options first, then (job index, job, workload uuids already done) or
     None (stop). Out: ("ready", pid), ("trace", index, trace) for each trace as it is known, ("done",
-    index) after each job."""
+    index) after each job. A job the pool sent ahead (it may, on GPU lanes) is read before the current
+    one starts, so that its solution worker starts while the current job is evaluated."""
+    from collections import deque
+
     from solbench.exec.jobs import evaluate_job, kept_workers, noting_lane
 
     name, options = connection.recv()
     connection.send(("ready", os.getpid()))
+    pending: deque = deque()
     with kept_workers(options) as workers:  # the lane's reference worker lives as long as the lane
         while True:
             try:
-                message = connection.recv()
+                if not pending:
+                    pending.append(connection.recv())
+                while connection.poll():
+                    pending.append(connection.recv())
             except EOFError:
                 return
+            message = pending.popleft()
             if message is None:
                 return
             index, job, done = message
+            if workers is not None:
+                following = pending[0] if pending else None
+                workers.plan_next(following[1].solution if following is not None else None)
             evaluate_job(job, options, noting_lane(name, lambda trace: connection.send(("trace", index, trace))), done, workers=workers)
             connection.send(("done", index))
 

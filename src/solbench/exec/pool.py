@@ -1,8 +1,11 @@
 """A pool of evaluation lanes on one host: one process per GPU (or CPU lane), fed from one job queue.
 
-Each lane evaluates one job at a time, so no two timed runs ever share a GPU. A lane that dies is
-started again and its job retried once, skipping the workloads already reported; if it dies again
-the job's remaining workloads are recorded as RUNTIME_ERROR with the reason."""
+Each lane evaluates one job at a time, so no two timed runs ever share a GPU. A GPU lane is sent its
+next job ahead, so that it starts that job's solution worker while the current one is evaluated
+(the interpreter, torch and the CUDA context: seconds per job). A lane that dies is started again and
+its job retried once, skipping the workloads already reported (a job it held ahead is queued again,
+not counted as tried); if it dies again the job's remaining workloads are recorded as RUNTIME_ERROR
+with the reason."""
 
 from __future__ import annotations
 
@@ -33,15 +36,21 @@ class PoolError(RuntimeError):
 class _LaneSlot:
     """One lane and the process that currently serves it."""
 
-    def __init__(self, lane: Lane, options: EvalOptions):
+    def __init__(self, lane: Lane, options: EvalOptions, ahead: int):
         self.lane = lane
         self.options = dataclasses.replace(options, device=lane.device)
-        self.job: int | None = None
+        self.jobs: list[int] = []  # the job being evaluated, then those sent ahead
+        self.ahead = ahead
         self.ready = False
         self.start_failures = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.connection: Connection | None = None
         self.pid: int | None = None
+
+    @property
+    def job(self) -> int | None:
+        """The job the lane is evaluating (or will start next)."""
+        return self.jobs[0] if self.jobs else None
 
     def start(self) -> None:
         """A fresh interpreter (no CUDA state or threads inherited) with the lane's environment."""
@@ -50,7 +59,7 @@ class _LaneSlot:
         self.process = subprocess.Popen(argv, pass_fds=(child_end.fileno(),), env={**os.environ, **self.lane.env}, stdin=subprocess.DEVNULL)
         child_end.close()
         self.connection = Connection(parent_end.detach())
-        self.job, self.ready, self.pid = None, False, None
+        self.jobs, self.ready, self.pid = [], False, None
         self.connection.send((self.lane.name, self.options))
 
     def stop(self, at_once: bool = False) -> None:
@@ -77,23 +86,27 @@ class _LaneSlot:
         self.process = None
 
 
-def run_pool(jobs: list[Job], options: EvalOptions, lanes: list[Lane], collector: Collector) -> None:
-    """Evaluate the jobs on the lanes; every trace goes to the collector as it arrives."""
+def run_pool(jobs: list[Job], options: EvalOptions, lanes: list[Lane], collector: Collector, ahead: int | None = None) -> None:
+    """Evaluate the jobs on the lanes; every trace goes to the collector as it arrives. `ahead`: jobs
+    sent to a lane beyond the one it evaluates (default: 1 on GPU lanes, 0 on CPU lanes, where a
+    worker starting early would compete for the cores with the job being evaluated)."""
     queue: deque[int] = deque(range(len(jobs)))
     attempts = [0] * len(jobs)
-    slots = [_LaneSlot(lane, options) for lane in lanes]
+    slots = [_LaneSlot(lane, options, (1 if lane.device.startswith("cuda") else 0) if ahead is None else ahead) for lane in lanes]
     try:
         for slot in slots:
             slot.start()
         while not collector.all_finished():
             for slot in slots:
-                if slot.ready and slot.job is None and queue:
-                    slot.job = queue.popleft()
-                    attempts[slot.job] += 1
+                while slot.ready and len(slot.jobs) <= slot.ahead and queue:
+                    index = queue.popleft()
+                    attempts[index] += 1
+                    slot.jobs.append(index)
                     try:
-                        slot.connection.send((slot.job, jobs[slot.job], collector.done_uuids(slot.job)))
+                        slot.connection.send((index, jobs[index], collector.done_uuids(index)))
                     except OSError:  # it died just now: counted as a death while holding the job
                         _lane_died(slot, jobs, attempts, queue, collector)
+                        break
             waiting: dict[Any, _LaneSlot] = {slot.connection: slot for slot in slots}
             for ready in wait(list(waiting)):
                 slot = waiting[ready]
@@ -120,7 +133,7 @@ def _drain(slot: _LaneSlot, collector: Collector) -> str:
             collector.add(message[1], message[2])
         elif message[0] == "done":
             collector.finish(message[1])
-            slot.job = None
+            slot.jobs.remove(message[1])
     return "alive" if slot.process.poll() is None else "died"
 
 
@@ -133,6 +146,10 @@ def _lane_died(slot: _LaneSlot, jobs: list[Job], attempts: list[int], queue: deq
             raise PoolError(f"evaluation lane {slot.lane.name} could not start: its process exited with code {code} {slot.start_failures} times")
     slot.connection.close()
     slot.process = None
+    for later in reversed(slot.jobs[1:]):  # sent ahead, never started: queued again, not counted as tried
+        attempts[later] -= 1
+        queue.appendleft(later)
+    slot.jobs = []
     if index is not None:
         if attempts[index] < MAX_ATTEMPTS:
             queue.appendleft(index)  # retried first, skipping the workloads it reported
