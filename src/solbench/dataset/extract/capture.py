@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from solbench.dataset.extract.configs import ModelConfig
-from solbench.dataset.extract.modules import BATCH, FAMILIES, SEQ, Recipe
+from solbench.dataset.extract.modules import BATCH, FAMILIES, KV, PAGES, POOL, SEQ, VAR_AXES, Recipe
 
-EXAMPLE = {BATCH: 3, SEQ: 37}  # odd sizes that no model dimension shares (symbolic tracing merges equal sizes)
+# odd sizes that no model dimension shares (symbolic tracing merges equal sizes)
+EXAMPLE = {BATCH: 3, SEQ: 37, KV: 53, PAGES: 5, POOL: 41}
 WEIGHT_STD = 0.02
 
 
@@ -27,6 +28,7 @@ class Tensor:
     dtype: str
     distribution: dict | None = None
     weight: bool = False
+    custom: bool = False  # made by the definition's custom entry point
 
 
 @dataclass
@@ -36,7 +38,11 @@ class Captured:
     inputs: list[Tensor]  # the run() parameters, in order
     outputs: list[Tensor]
     constants: dict[str, Any] = field(default_factory=dict)  # placeholder name -> real tensor to inline
-    axes: dict[str, int | tuple[str, int]] = field(default_factory=dict)  # the family's const/derived axes
+    axes: dict[str, int | tuple[str, int]] = field(default_factory=dict)  # the family's const/derived axes, the recipe's consts
+    var_axes: list[str] = field(default_factory=list)  # the var axes, batch_size first
+    exprs: dict[str, str] = field(default_factory=dict)  # the recipe's axes that are expressions of var axes
+    custom: str | None = None  # source of the custom entry point make_inputs(axes, device)
+    constraints: list[str] = field(default_factory=list)  # boolean expressions over the axes
 
 
 def transformers_config(model: ModelConfig, tiny: bool = False) -> Any:
@@ -126,14 +132,30 @@ def axis_lookup(axes: dict[str, int | tuple[str, int]]) -> dict[int, str]:
     return found
 
 
+def recipe_axes(recipe: Recipe, family_axes: dict[str, int | tuple[str, int]]) -> tuple[dict, dict[str, str]]:
+    """The family's axes with the recipe's consts, and the recipe's expressions of var axes."""
+    consts = {n: v for n, v in recipe.axes if isinstance(v, int)}
+    return {**family_axes, **consts}, {n: v for n, v in recipe.axes if isinstance(v, str)}
+
+
+def example_values(axes: dict[str, int | tuple[str, int]]) -> dict[str, int]:
+    return {n: (v[1] if isinstance(v, tuple) else v) for n, v in axes.items()} | EXAMPLE
+
+
 def _act_sizes(recipe: Recipe, axes: dict[str, int | tuple[str, int]]) -> list[tuple[int, ...]]:
-    values = {n: (v[1] if isinstance(v, tuple) else v) for n, v in axes.items()} | EXAMPLE
-    return [tuple(values[d] for d in act.dims) for act in recipe.inputs]
+    values = example_values(axes) | ({SEQ: 5 * recipe.seq_multiple} if recipe.seq_multiple > 1 else {})
+    return [tuple(d if isinstance(d, int) else values[d] for d in act.dims) for act in recipe.inputs]
+
+
+def _var_axes(recipe: Recipe) -> list[str]:
+    named = {d for a in recipe.inputs for d in a.dims if d in VAR_AXES}
+    exprs = {n for n, v in recipe.axes if isinstance(v, str)}
+    return [a for a in VAR_AXES if a in named and a not in exprs]
 
 
 def _input_tensors(recipe: Recipe, model_dtype: str, state: list[tuple[str, Any]], axes: dict) -> list[Tensor]:
     lookup = axis_lookup(axes)
-    found = [Tensor(a.name, list(a.dims), a.dtype or model_dtype, a.distribution) for a in recipe.inputs]
+    found = [Tensor(a.name, list(a.dims), a.dtype or model_dtype, a.distribution, custom=a.custom) for a in recipe.inputs]
     for name, value in state:
         dims = [lookup.get(int(d), int(d)) for d in value.shape]
         weight = value.dim() >= 2
@@ -151,12 +173,14 @@ def capture_forward(model: ModelConfig, recipe: Recipe, dtype: str | None = None
     dtype = dtype or model.dtype
     config = transformers_config(model, tiny)
     module = build_module(model, recipe, dtype, config, "cpu" if recipe.real else "fake")
-    axes = FAMILIES[model.family].axes(config)
+    axes, exprs = recipe_axes(recipe, FAMILIES[model.family].axes(config))
     state = state_of(module)
     mode = next((p.fake_mode for _, p in state if hasattr(p, "fake_mode")), None) or FakeTensorMode(allow_non_fake_inputs=True)
     with mode:
         acts = [torch.empty(size, dtype=torch_dtype(a.dtype or dtype)) for a, size in zip(recipe.inputs, _act_sizes(recipe, axes))]
-    dims = {BATCH: Dim(BATCH), SEQ: Dim(SEQ)}
+    dims = {name: Dim(name, min=1) for name in VAR_AXES}
+    if recipe.seq_multiple > 1:
+        dims[SEQ] = recipe.seq_multiple * Dim(f"{SEQ}_chunks", min=1)
     specs = tuple({i: dims[d] for i, d in enumerate(a.dims) if d in dims} or None for a in recipe.inputs) + (None,) * len(state)
     names = [name for name, _ in state]
 
@@ -188,7 +212,9 @@ def capture_forward(model: ModelConfig, recipe: Recipe, dtype: str | None = None
         placeholders.append(name)
         constants[name] = value
     outputs = _forward_outputs(program.graph_module, recipe, inputs, axes)
-    return Captured(program.graph_module, placeholders, inputs, outputs, constants, axes)
+    constraints = [f"{SEQ} % {recipe.seq_multiple} == 0"] if recipe.seq_multiple > 1 else []
+    return Captured(program.graph_module, placeholders, inputs, outputs, constants, axes, _var_axes(recipe), exprs, recipe.custom,
+                    constraints)
 
 
 def _forward_outputs(graph_module: Any, recipe: Recipe, inputs: list[Tensor], axes: dict) -> list[Tensor]:
@@ -238,7 +264,7 @@ def capture_backward(model: ModelConfig, recipe: Recipe, dtype: str | None = Non
     names = [name for name, _ in state]
     axes = forward.axes
     n_acts = len(recipe.inputs)
-    wrt = [i for i, t in enumerate(forward.inputs) if torch_dtype(t.dtype).is_floating_point]
+    wrt = [i for i, t in enumerate(forward.inputs) if torch_dtype(t.dtype).is_floating_point and t.name not in recipe.no_grad]
 
     def run(*args: Any) -> Any:
         given, grads = list(args[: len(forward.inputs)]), args[len(forward.inputs):]
@@ -252,7 +278,7 @@ def capture_backward(model: ModelConfig, recipe: Recipe, dtype: str | None = Non
     sizes = _act_sizes(recipe, axes)
     example = [torch.empty(s, dtype=torch_dtype(a.dtype or dtype), device="meta") for a, s in zip(recipe.inputs, sizes)]
     example += [torch.empty_like(v, device="meta") for _, v in state]
-    lookup = {n: (v[1] if isinstance(v, tuple) else v) for n, v in axes.items()} | EXAMPLE
+    lookup = example_values(axes) | ({SEQ: 5 * recipe.seq_multiple} if recipe.seq_multiple > 1 else {})
     grads = [torch.empty([d if isinstance(d, int) else lookup[d] for d in o.dims], dtype=torch_dtype(o.dtype), device="meta")
              for o in forward.outputs]
     with default_dtype(torch_dtype(dtype)):
@@ -260,4 +286,5 @@ def capture_backward(model: ModelConfig, recipe: Recipe, dtype: str | None = Non
     grad_inputs = [Tensor(f"grad_{o.name}", list(o.dims), o.dtype) for o in forward.outputs]
     inputs = forward.inputs + grad_inputs
     outputs = [Tensor(f"grad_{forward.inputs[i].name}", list(forward.inputs[i].dims), forward.inputs[i].dtype) for i in wrt]
-    return Captured(graph_module, [t.name for t in inputs], inputs, outputs, {}, axes)
+    return Captured(graph_module, [t.name for t in inputs], inputs, outputs, {}, axes, forward.var_axes, forward.exprs, forward.custom,
+                    forward.constraints)

@@ -70,4 +70,18 @@ MODELS: dict[str, ModelConfig] = {m.name: m for m in [
         "attn_logit_softcapping": None, "final_logit_softcapping": None, "max_position_embeddings": 131072,
         "vocab_size": 262208, "attention_bias": False,
     }, tiny={**_LLAMA_TINY, "query_pre_attn_scalar": 16, "sliding_window": 8}),
+    ModelConfig("vit_large", "ViT-Large", "google/vit-large-patch16-224", "vit", {
+        "hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24, "num_attention_heads": 16,
+        "hidden_act": "gelu", "layer_norm_eps": 1e-12, "image_size": 224, "patch_size": 16, "qkv_bias": True,
+    }, dtype="float32", tiny={"hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4}),
+    ModelConfig("whisper_large_v3", "Whisper-large-v3", "openai/whisper-large-v3", "whisper", {
+        "d_model": 1280, "encoder_layers": 32, "decoder_layers": 32, "encoder_attention_heads": 20,
+        "decoder_attention_heads": 20, "encoder_ffn_dim": 5120, "decoder_ffn_dim": 5120, "num_mel_bins": 128,
+        "max_source_positions": 1500, "max_target_positions": 448, "vocab_size": 51866, "activation_function": "gelu",
+    }, dtype="float16", tiny={"d_model": 64, "encoder_attention_heads": 4, "decoder_attention_heads": 4, "max_source_positions": 30}),
+    ModelConfig("mamba_codestral_7b", "Mamba-Codestral-7B", "mistralai/Mamba-Codestral-7B-v0.1", "mamba2", {
+        "hidden_size": 4096, "num_heads": 128, "head_dim": 64, "state_size": 128, "n_groups": 8, "expand": 2,
+        "conv_kernel": 4, "chunk_size": 256, "num_hidden_layers": 64, "vocab_size": 32768, "use_bias": False,
+        "use_conv_bias": True, "layer_norm_epsilon": 1e-5, "time_step_limit": (0.0, float("inf")),
+    }, tiny={"hidden_size": 64, "num_heads": 8, "head_dim": 16, "state_size": 16, "n_groups": 2, "chunk_size": 4}),
 ]}

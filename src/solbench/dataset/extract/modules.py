@@ -2,52 +2,21 @@
 package's own modeling code, and how it is called on example inputs.
 
 A recipe names the activation inputs (with their axes); the weights are the module's own
-parameters. Var axes are `batch_size` and `seq_len`; const axes come from the config.
+parameters. Var axes are `batch_size` and the recipe's second one (`seq_len`, or `kv_len` /
+`pages_per_seq` for decode); const axes come from the config and from the recipe.
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any, Callable
 
-BATCH, SEQ = "batch_size", "seq_len"
-UNIT = {"kind": "uniform", "low": -1.0, "high": 1.0}  # cos/sin values
-POSITIONS = {"kind": "integers", "low": 0, "high": SEQ}
+from solbench.dataset.extract.decode import decode_recipes
+from solbench.dataset.extract.encoders import vit_family, whisper_family
+from solbench.dataset.extract.ssm import mamba2_family
+from solbench.dataset.extract.recipe import BATCH, KV, PAGES, POOL, POSITIONS, SEQ, UNIT, VAR_AXES, Act, Family, Recipe
 
-
-@dataclass(frozen=True)
-class Act:
-    """An activation input of a recipe: its axes, and a dtype other than the model's if it has one."""
-
-    name: str
-    dims: tuple[str, ...]
-    dtype: str | None = None
-    distribution: dict | None = None
-
-
-@dataclass(frozen=True)
-class Recipe:
-    module: str  # the --modules name
-    op_type: str
-    summary: str  # what it computes, for the description
-    build: Callable[[Any, Any], Any]  # (transformers module of the family, config) -> nn.Module
-    call: Callable[..., Any]  # (family module, config, nn.Module, *activations) -> output(s)
-    inputs: tuple[Act, ...]
-    outputs: tuple[str, ...] = ("output",)
-    real: bool = False  # no parameters: built for real on the CPU, so its buffers are inlined constants
-    backward: bool = True  # a backward problem can be extracted
-
-
-@dataclass(frozen=True)
-class Family:
-    modeling: str  # transformers.models.<modeling>.modeling_<modeling>
-    config_class: str
-    axes: Callable[[Any], dict[str, int | tuple[str, int]]]  # const axes, then derived ones (name -> (expression, value))
-    recipes: dict[str, Recipe] = field(default_factory=dict)
-
-    def transformers_module(self) -> Any:
-        return importlib.import_module(f"transformers.models.{self.modeling}.modeling_{self.modeling}")
+__all__ = ["BATCH", "FAMILIES", "KV", "PAGES", "POOL", "SEQ", "VAR_AXES", "Act", "Family", "Recipe"]
 
 
 def _cls(prefix: str, suffix: str) -> Callable[[Any, Any], Any]:
@@ -116,9 +85,22 @@ def _acts_rope(heads: str = "num_heads", kv_heads: str = "num_kv_heads", dim: st
 HIDDEN = (Act("hidden_states", (BATCH, SEQ, "hidden_size")),)
 
 
+def _no_parameters(tm: Any, cfg: Any) -> Any:
+    import torch
+
+    class ApplyRotaryPosEmb(torch.nn.Module):
+        """No state: the recipe's call applies transformers' apply_rotary_pos_emb."""
+
+    return ApplyRotaryPosEmb()
+
+
+def _rope_apply(tm: Any, cfg: Any, module: Any, q: Any, k: Any, cos: Any, sin: Any) -> Any:
+    return tm.apply_rotary_pos_emb(q, k, cos, sin)
+
+
 def _decoder_family(prefix: str, modeling: str, config_class: str, *, mlp: bool = True, moe: str | None = None,
                     qk_norm: bool = False, extra: dict[str, Recipe] | None = None, rope_kwargs: dict | None = None,
-                    attention_layer: int = 0) -> Family:
+                    attention_layer: int = 0, decode_note: str = "") -> Family:
     qk = " with per-head RMSNorm on q and k (qk-norm)" if qk_norm else ""
     recipes = {
         "attention": Recipe("attention", "attention", f"causal prefill self-attention{qk}: q/k/v projections, RoPE from the given cos/sin, "
@@ -131,6 +113,12 @@ def _decoder_family(prefix: str, modeling: str, config_class: str, *, mlp: bool 
                        "applied to q and k (rotate-half)", lambda tm, cfg: getattr(tm, prefix + "RotaryEmbedding")(cfg),
                        _rope_call("apply_rotary_pos_emb", **(rope_kwargs or {})), _acts_rope(), ("q_embed", "k_embed"), real=True, backward=False),
     }
+    recipes["rope_apply"] = Recipe(
+        "rope_apply", "rope", "rotate-half rotary position embedding applied to q and k from given cos/sin (transformers' "
+        "apply_rotary_pos_emb; its backward rotates the gradients back)", _no_parameters, _rope_apply,
+        (*_acts_rope()[:2], Act("cos", (BATCH, SEQ, "head_dim"), distribution=UNIT), Act("sin", (BATCH, SEQ, "head_dim"), distribution=UNIT)),
+        ("q_embed", "k_embed"), no_grad=("cos", "sin"))
+    recipes.update(decode_recipes(recipes["attention"].build, qk, decode_note))
     if mlp:
         recipes["mlp"] = Recipe("mlp", "mlp", "gated feed-forward block: down_proj(act(gate_proj(x)) * up_proj(x))",
                                 lambda tm, cfg: getattr(tm, prefix + "MLP")(cfg), lambda tm, cfg, m, x: m(x), HIDDEN)
@@ -144,6 +132,8 @@ def _decoder_family(prefix: str, modeling: str, config_class: str, *, mlp: bool 
 
 def _deepseek() -> Family:
     family = _decoder_family("DeepseekV3", "deepseek_v3", "DeepseekV3Config", moe="DeepseekV3MoE")
+    for name in ("attention_decode", "attention_paged_decode", "rope_apply"):  # MLA: a latent cache, interleaved RoPE
+        del family.recipes[name]
     family.recipes["attention"] = Recipe(
         "attention", "attention_mla", "multi-head latent attention (MLA), causal prefill: low-rank q (q_a_proj, RMSNorm, q_b_proj), "
         "compressed kv (kv_a_proj_with_mqa, RMSNorm, kv_b_proj), interleaved RoPE on the rope part of q and k from the given cos/sin, "
@@ -160,7 +150,8 @@ def _deepseek() -> Family:
 
 
 def _gemma() -> Family:
-    family = _decoder_family("Gemma3", "gemma3", "Gemma3TextConfig", qk_norm=True, rope_kwargs={"layer_type": "full_attention"}, attention_layer=5)
+    family = _decoder_family("Gemma3", "gemma3", "Gemma3TextConfig", qk_norm=True, rope_kwargs={"layer_type": "full_attention"}, attention_layer=5,
+                             decode_note="a global layer; scale query_pre_attn_scalar**-0.5")
     family.recipes["attention"] = dataclass_replace(family.recipes["attention"], summary=family.recipes["attention"].summary.replace(
         "causal prefill", "causal prefill (a global layer)") + "; scale query_pre_attn_scalar**-0.5")
     family.recipes["attention_sliding"] = Recipe(
@@ -185,4 +176,7 @@ FAMILIES: dict[str, Family] = {
     "mixtral": _decoder_family("Mixtral", "mixtral", "MixtralConfig", mlp=False, moe="MixtralSparseMoeBlock"),
     "deepseek_v3": _deepseek(),
     "gemma3": _gemma(),
+    "vit": vit_family(),
+    "whisper": whisper_family(),
+    "mamba2": mamba2_family(),
 }

@@ -89,6 +89,8 @@ def reference_source(captured: Captured, docstring: str) -> str:
     params = ", ".join(t.name for t in captured.inputs)
     doc = f'    """{docstring}"""'
     blocks.append("\n".join([f"def run({params}):", doc, *setup, text]))
+    if captured.custom:
+        blocks.append(captured.custom.strip("\n"))
     source = "\n\n\n".join(blocks) + "\n"
     compile(source, "<reference>", "exec")
     return source

@@ -7,7 +7,8 @@ from pathlib import Path
 from solbench.data.files import dump_json, dump_jsonl, write_atomically
 from solbench.data.loaders.problem_folder import DEFINITION_FILE, WORKLOAD_FILE
 from solbench.dataset.extract.capture import Captured
-from solbench.dataset.extract.modules import BATCH, SEQ
+
+CUSTOM_ENTRYPOINT = "make_inputs"  # the function of the recipe's custom source
 
 
 def _used_axes(captured: Captured) -> dict[str, dict]:
@@ -19,11 +20,13 @@ def _used_axes(captured: Captured) -> dict[str, dict]:
             named.append(bound)
     used = dict.fromkeys(named)
     for name in list(used):
-        value = captured.axes.get(name)
-        if isinstance(value, tuple):
-            used.update(dict.fromkeys(w for w in value[0].replace("*", " ").split() if w in captured.axes))
+        value = captured.axes.get(name, captured.exprs.get(name))
+        expression = value[0] if isinstance(value, tuple) else value
+        if isinstance(expression, str):
+            known = set(captured.axes) | set(captured.var_axes)
+            used.update(dict.fromkeys(w for w in expression.replace("*", " ").split() if w in known))
     axes: dict[str, dict] = {}
-    for name in (BATCH, SEQ):
+    for name in captured.var_axes:
         if name in used:
             axes[name] = {"type": "var"}
     for name, value in captured.axes.items():
@@ -32,6 +35,9 @@ def _used_axes(captured: Captured) -> dict[str, dict]:
     for name, value in captured.axes.items():
         if name in used and isinstance(value, tuple):
             axes[name] = {"type": "expr", "expression": value[0]}
+    for name, expression in captured.exprs.items():
+        if name in used:
+            axes[name] = {"type": "expr", "expression": expression}
     return axes
 
 
@@ -43,15 +49,19 @@ def _tensor(tensor) -> dict:
 
 
 def definition_json(name: str, op_type: str, description: str, hf_id: str, captured: Captured, reference: str) -> dict:
+    custom = {"custom_inputs_entrypoint": CUSTOM_ENTRYPOINT} if captured.custom else {}
+    constraints = {"constraints": captured.constraints} if captured.constraints else {}
     return {
         "name": name,
         "op_type": op_type,
         "description": description,
         "hf_id": hf_id,
         "axes": _used_axes(captured),
+        **constraints,
         "inputs": {t.name: _tensor(t) for t in captured.inputs},
         "outputs": {t.name: _tensor(t) for t in captured.outputs},
         "reference": reference,
+        **custom,
     }
 
 
