@@ -39,15 +39,16 @@ error_console = _LazyConsole(stderr=True)
 
 PathsArgument = Annotated[
     Optional[list[Path]],
-    typer.Argument(help="Problem folders, dataset folders, FlashInfer-Trace folders, KernelBench-style .py files, solutions (.json) or traces (.jsonl). Default: the bundled problems."),
+    typer.Argument(help="Problem folders, dataset folders, FlashInfer-Trace folders, KernelBench-style .py files, solutions (.json) or traces (.jsonl); solbench:models for the bundled set made from real models. Default: the bundled problems."),
 ]
 
 
 def _default_paths(paths: list[Path] | None) -> list[Path]:
-    if paths:
-        return paths
-    from solbench.dataset import bundled_problems_path
+    """The paths given (a bundled set named as solbench:NAME resolved), or the bundled problems."""
+    from solbench.dataset import bundled_problems_path, resolve_set_paths
 
+    if paths:
+        return resolve_set_paths(paths)
     return [bundled_problems_path()]
 
 

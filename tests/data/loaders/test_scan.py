@@ -353,3 +353,17 @@ def test_entry_symbols_bound_any_static_way_are_accepted(tmp_path, content):
     path.write_text(json.dumps(_solution_for("vector_scale", content)))
     (loaded,) = scan(path)
     assert loaded.ok, loaded.issues
+
+
+def test_the_catalog_index_beside_a_datasets_problems_is_no_problem_of_its_own(tmp_path: Path):
+    """`solbench dataset characterise DIR` writes DIR/index.json: scanning DIR still finds only the problems;
+    a JSON that merely mentions that format deeper inside is not skipped."""
+    dataset = tmp_path / "dataset"
+    shutil.copytree(DATASET, dataset)
+    before = sorted(loaded.name for loaded in scan(dataset) if loaded.problem is not None)
+    (dataset / "index.json").write_text(json.dumps({"format": "solbench-catalog-index", "version": 1, "problems": []}, indent=2))
+    results = scan(dataset)
+    assert sorted(loaded.name for loaded in results if loaded.problem is not None) == before
+    assert all(not loaded.issues for loaded in results), [loaded.issues for loaded in results if loaded.issues]
+    (dataset / "stray.json").write_text(json.dumps({"note": "x" * 600 + '"format": "solbench-catalog-index"'}))
+    assert any(loaded.issues for loaded in scan(dataset))  # not an index: reported as the unknown file it is

@@ -116,9 +116,23 @@ def _scan_dataset(root: Path, folder: Path, synthesize: bool) -> Iterable[Loaded
                 loaded.problem.subset = loaded.subset
             yield loaded
         elif child.suffix in {".json", ".jsonl"}:
+            if _is_catalog_index(child):
+                continue  # `solbench dataset characterise` keeps its index beside the problems: no problem of its own
             loaded = _load_file(child, synthesize)
             loaded.subset = _subset(root, child.parent)
             yield loaded
+
+
+CATALOG_INDEX_MARK = b'"format": "solbench-catalog-index"'
+
+
+def _is_catalog_index(path: Path) -> bool:
+    """The index file of `solbench dataset characterise` (it names its format in its first line)."""
+    try:
+        with open(path, "rb") as handle:
+            return CATALOG_INDEX_MARK in handle.read(512)
+    except OSError:
+        return False
 
 
 def _subset(root: Path, folder: Path) -> str | None:
