@@ -123,6 +123,9 @@ def sample_command(
     seed: Annotated[int, typer.Option("--seed", help="Seed of the draw: the same pool, options and seed give the same sample.")] = 0,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Folder to copy the chosen problem folders into (must not exist, or be empty).")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the chosen problems, copy nothing.")] = False,
+    duplicates: Annotated[str, typer.Option("--duplicates", help="What counts as a duplicate: structure (the same graph up to names and "
+                                            "constants) or sizes (the same graph with the same constant axis values too: one layer of models of "
+                                            "different widths stays).")] = "structure",
     index_file: IndexOption = None,
     hardware: HardwareOption = "H200",
     jobs: JobsOption = 0,
@@ -131,7 +134,7 @@ def sample_command(
     from solbench.data.errors import SpecError
     from solbench.dataset.catalog.characterise import index_for
     from solbench.dataset.catalog.copy import check_output, copy_problems
-    from solbench.dataset.catalog.sample import deduplicate, draw
+    from solbench.dataset.catalog.sample import deduplicate, draw, sample_sizes
     from solbench.dataset.catalog.targets import check_dimension, parse_all
 
     dimensions = [d.strip() for d in strata.split(",") if d.strip()]
@@ -142,6 +145,8 @@ def sample_command(
     shares = parse_all(share or [], "--share")
     if n < 1:
         raise SpecError(f"expected at least 1, got {n}", field="--n")
+    if duplicates not in ("structure", "sizes"):
+        raise SpecError(f"expected structure or sizes, got {duplicates!r}", field="--duplicates")
     if output is None and not dry_run:
         raise SpecError("say where the sample goes (-o OUT) or pass --dry-run", field="--output")
     if output is not None and not dry_run:
@@ -151,10 +156,11 @@ def sample_command(
     issues: list = []
     index = index_for(pool, output=index_file, hardware=hardware, jobs=jobs, progress=True, on_note=_note, issues=issues)
     _warn_issues(issues)
-    unique, duplicates = deduplicate(index.problems)
-    if duplicates:
-        print(f"dropped {sum(len(d.dropped) for d in duplicates)} duplicates (same graph up to names and constants):")
-        for group in duplicates:
+    unique, groups = deduplicate(index.problems, sample_sizes(pool) if duplicates == "sizes" else None)
+    if groups:
+        what = "same graph up to names and constants" if duplicates == "structure" else "same graph and sizes, up to names"
+        print(f"dropped {sum(len(d.dropped) for d in groups)} duplicates ({what}):")
+        for group in groups:
             print(f"  kept {group.kept.path}, standing for {', '.join(r.path for r in group.dropped)}")
     sample = draw(unique, n, dimensions, shares, seed)
     for note in sample.notes:

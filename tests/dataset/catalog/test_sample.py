@@ -95,3 +95,27 @@ def test_raked_weights_meet_two_dimensions_at_once(synthetic_index) -> None:
     assert share(lambda r: r.category == "norm") == pytest.approx(0.2, abs=1e-6)
     assert share(lambda r: r.precision == "bfloat16") == pytest.approx(0.5, abs=1e-6)
     assert sum(found) == pytest.approx(1.0)
+
+
+def test_sizes_keeps_the_same_layer_of_models_of_different_widths(tmp_path) -> None:
+    """--duplicates sizes: two problems of one graph are one only where their constant axes are equal too."""
+    import json
+
+    from solbench.dataset.catalog.row import ProblemRow
+    from solbench.dataset.catalog.sample import deduplicate, sample_sizes
+
+    def folder(name: str, hidden: int) -> None:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "definition.json").write_text(json.dumps({"axes": {"n": {"type": "var"}, "hidden": {"type": "const", "value": hidden}}}))
+
+    for name, hidden in (("a_4096", 4096), ("b_8192", 8192), ("c_4096", 4096)):
+        folder(name, hidden)
+    fields = dict(subset=None, digest="d", op_type="rmsnorm", hf_id=None, category="norm", category_source="op_type", domain="llm",
+                  domain_source="name", precision="bfloat16", fp8=False, fp4=False, quantised="none", direction="forward",
+                  direction_source="default", workloads=1, var_axes=1, custom_inputs=False, fingerprint="same-graph")
+    rows = [ProblemRow(name=name, path=name, **fields) for name in ("a_4096", "b_8192", "c_4096")]
+    unique, groups = deduplicate(rows)
+    assert [r.name for r in unique] == ["a_4096"]
+    unique, groups = deduplicate(rows, sample_sizes(tmp_path))
+    assert [r.name for r in unique] == ["a_4096", "b_8192"]
+    assert [(g.kept.name, [r.name for r in g.dropped]) for g in groups] == [("a_4096", ["c_4096"])]

@@ -3,6 +3,8 @@
 1. De-duplication: problems with the same graph fingerprint (fingerprint.py: same ops, dataflow,
    dtypes and symbolic shapes, up to names and constants) are one problem; the first by path is
    kept and stands for the others. Problems whose analysis failed have no fingerprint and are kept.
+   With `sizes` given (a problem's constant axis values, e.g. from sample_sizes), equal graphs count as
+   one only where their sizes are equal too: the same layer of two models of different widths stays.
 2. Allocation: each problem gets a weight, uniform at first and then raked (iterative proportional
    fitting) so that the weight of each value with a target share is that share in every such
    dimension at once (values without a share split what is left in proportion to their size). A stratum
@@ -18,6 +20,7 @@ from __future__ import annotations
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from solbench.data.errors import SpecError
@@ -30,7 +33,7 @@ class Duplicates:
     dropped: list[ProblemRow]
 
 
-def deduplicate(rows: list[ProblemRow]) -> tuple[list[ProblemRow], list[Duplicates]]:
+def deduplicate(rows: list[ProblemRow], sizes: Callable[[ProblemRow], str] | None = None) -> tuple[list[ProblemRow], list[Duplicates]]:
     """(unique rows in path order, the groups that had duplicates)."""
     groups: dict[str, list[ProblemRow]] = defaultdict(list)
     unique: list[ProblemRow] = []
@@ -38,11 +41,26 @@ def deduplicate(rows: list[ProblemRow]) -> tuple[list[ProblemRow], list[Duplicat
         if row.fingerprint is None:
             unique.append(row)
             continue
-        if not groups[row.fingerprint]:
+        key = row.fingerprint if sizes is None else f"{row.fingerprint}:{sizes(row)}"
+        if not groups[key]:
             unique.append(row)
-        groups[row.fingerprint].append(row)
+        groups[key].append(row)
     found = [Duplicates(group[0], group[1:]) for group in groups.values() if len(group) > 1]
     return unique, sorted(found, key=lambda d: d.kept.path)
+
+
+def sample_sizes(pool: Path) -> Callable[[ProblemRow], str]:
+    """A row's constant axis values, read from its definition.json in the pool ("" where it has none)."""
+    import json
+
+    def sizes(row: ProblemRow) -> str:
+        try:
+            axes = json.loads((pool / row.path / "definition.json").read_text()).get("axes", {})
+        except (OSError, ValueError):
+            return ""
+        return json.dumps({name: axis.get("value") for name, axis in sorted(axes.items()) if axis.get("type") == "const"})
+
+    return sizes
 
 
 @dataclass
