@@ -30,7 +30,9 @@ def require_transformers() -> None:
 
 
 def list_models() -> list[tuple[ModelConfig, list[str]]]:
-    return [(model, list(FAMILIES[model.family].recipes)) for model in MODELS.values()]
+    from solbench.dataset.extract.quant import quant_recipes
+
+    return [(model, [*FAMILIES[model.family].recipes, *quant_recipes(model)]) for model in MODELS.values()]
 
 
 def get_model(name: str) -> ModelConfig:
@@ -41,25 +43,47 @@ def get_model(name: str) -> ModelConfig:
     raise SpecError(f"unknown model {name!r}; known: {', '.join(MODELS)} (see --list)", field="MODEL")
 
 
-def problem_specs(model: ModelConfig, modules: list[str] | None, backward: bool) -> list[tuple[str, Recipe, bool]]:
+DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+def dtype_suffix(model: ModelConfig, dtype: str | None) -> str:
+    """"" for the model's published dtype (the default), else e.g. "_fp32"."""
+    if dtype is None or dtype == model.dtype:
+        return ""
+    if dtype not in DTYPES:
+        raise SpecError(f"unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}", field="--dtype")
+    return f"_{DTYPES[dtype]}"
+
+
+def problem_specs(model: ModelConfig, modules: list[str] | None, backward: bool,
+                  dtype: str | None = None) -> list[tuple[str, Recipe, bool]]:
     """(problem name, recipe, is_backward) for the chosen modules (default: all), in the family's order."""
-    recipes = FAMILIES[model.family].recipes
+    from solbench.dataset.extract.quant import quant_recipes
+
+    suffix = dtype_suffix(model, dtype)
+    quant = quant_recipes(model)
+    recipes = {**FAMILIES[model.family].recipes, **quant}
     unknown = [m for m in modules or [] if m not in recipes]
     if unknown:
         raise SpecError(f"{model.name} has no module {', '.join(map(repr, unknown))}; it has: {', '.join(recipes)}", field="--modules")
     chosen = [r for name, r in recipes.items() if not modules or name in modules]
-    specs = [(f"{model.name}_{r.module}", r, False) for r in chosen]
+    if suffix:  # the hand-written quantised GEMMs have their own fixed dtypes
+        chosen = [r for r in chosen if r.module not in quant]
+        if not chosen:
+            raise SpecError(f"the quantised GEMMs of {model.name} have fixed dtypes; --dtype applies to the other modules", field="--dtype")
+    specs = [(f"{model.name}_{r.module}{suffix}", r, False) for r in chosen]
     if backward:
-        specs += [(f"{model.name}_{r.module}_backward", r, True) for r in chosen if r.backward]
+        specs += [(f"{model.name}_{r.module}{suffix}_backward", r, True) for r in chosen if r.backward]
     return specs
 
 
 def description(model: ModelConfig, recipe: Recipe, backward: bool, dtype: str, class_name: str) -> str:
+    published = "" if dtype == model.dtype else f"; the model is published in {model.dtype}, this variant runs in {dtype}"
     text = (f"{model.title}'s {recipe.summary} ({class_name} from transformers, {dtype}), captured with torch.export "
-            f"from the model's published config ({model.hf_id}).")
+            f"from the model's published config ({model.hf_id}{published}).")
     if backward:
         text = (f"Backward of {model.title}'s {recipe.summary} ({class_name}, {dtype}): the gradients of the floating inputs and "
-                f"of the weights given the output gradient, captured with make_fx of torch.autograd.grad.")
+                f"of the weights given the output gradient, captured with make_fx of torch.autograd.grad{published and ' (' + published[2:] + ')'}.")
     return text
 
 
@@ -67,10 +91,13 @@ def build_problem(model: ModelConfig, recipe: Recipe, backward: bool, name: str,
                   tiny: bool = False) -> tuple[dict, list[dict]]:
     """The definition and workload lines of one problem (the same path for full-size and shrunk configs)."""
     from solbench.dataset.extract.capture import capture_backward, capture_forward
+    from solbench.dataset.extract.quant import QuantRecipe, quant_problem
     from solbench.dataset.extract.reference_code import reference_source
     from solbench.dataset.extract.workloads import workload_lines
     from solbench.dataset.extract.writer import definition_json
 
+    if isinstance(recipe, QuantRecipe):
+        return quant_problem(model, recipe, name, tiny)
     dtype = dtype or model.dtype
     captured = (capture_backward if backward else capture_forward)(model, recipe, dtype, tiny)
     class_name = _class_name(model, recipe)
@@ -93,20 +120,21 @@ def _class_name(model: ModelConfig, recipe: Recipe) -> str:
 
 
 def extract(model_name: str, modules: list[str] | None = None, backward: bool = False, out_dir: Path = Path("."),
-            force: bool = False, on_problem: Callable[[Extracted], None] | None = None) -> list[Extracted]:
-    """Writes one problem folder per chosen submodule under out_dir; refuses existing folders unless force."""
+            force: bool = False, on_problem: Callable[[Extracted], None] | None = None, dtype: str | None = None) -> list[Extracted]:
+    """Writes one problem folder per chosen submodule under out_dir; refuses existing folders unless force.
+    dtype: None for the model's published dtype (the default), else float32, bfloat16 or float16 (names get _fp32, ...)."""
     require_transformers()
     from solbench.dataset.extract.writer import write_problem
 
     model = get_model(model_name)
-    specs = problem_specs(model, modules, backward)
+    specs = problem_specs(model, modules, backward, dtype)
     existing = [out_dir / name for name, _, _ in specs if (out_dir / name).exists()]
     if existing and not force:
         raise SpecError("exists already; refusing to overwrite it (pass --force to replace it)", path=existing[0])
     done = []
     for name, recipe, is_backward in specs:
         start = time.perf_counter()
-        definition, lines = build_problem(model, recipe, is_backward, name)
+        definition, lines = build_problem(model, recipe, is_backward, name, dtype)
         write_problem(out_dir / name, definition, lines)
         item = Extracted(name, out_dir / name, time.perf_counter() - start, len(lines))
         done.append(item)

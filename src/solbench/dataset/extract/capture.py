@@ -15,9 +15,11 @@ from typing import Any, Iterator
 
 from solbench.dataset.extract.configs import ModelConfig
 from solbench.dataset.extract.modules import BATCH, FAMILIES, KV, PAGES, POOL, SEQ, VAR_AXES, Recipe
+from solbench.dataset.extract.recipe import HEIGHT, LENGTH, WIDTH
 
 # odd sizes that no model dimension shares (symbolic tracing merges equal sizes)
-EXAMPLE = {BATCH: 3, SEQ: 37, KV: 53, PAGES: 5, POOL: 41}
+EXAMPLE = {BATCH: 3, SEQ: 37, KV: 53, PAGES: 5, POOL: 41, HEIGHT: 29, WIDTH: 31, LENGTH: 43}
+UNTRACKED = ("num_batches_tracked",)  # buffers that eval-mode modules never read
 WEIGHT_STD = 0.02
 
 
@@ -120,8 +122,13 @@ def state_of(module: Any) -> list[tuple[str, Any]]:
     from torch._subclasses.fake_tensor import FakeTensor
 
     state = list(module.named_parameters())
-    state += [(n, b) for n, b in module.named_buffers() if isinstance(b, FakeTensor) or b.device.type == "meta"]
+    state += [(n, b) for n, b in module.named_buffers()
+              if (isinstance(b, FakeTensor) or b.device.type == "meta") and not n.endswith(UNTRACKED)]
     return state
+
+
+def buffer_names(module: Any) -> set[str]:
+    return {readable(n) for n, _ in module.named_buffers()}
 
 
 def axis_lookup(axes: dict[str, int | tuple[str, int]]) -> dict[int, str]:
@@ -132,10 +139,11 @@ def axis_lookup(axes: dict[str, int | tuple[str, int]]) -> dict[int, str]:
     return found
 
 
-def recipe_axes(recipe: Recipe, family_axes: dict[str, int | tuple[str, int]]) -> tuple[dict, dict[str, str]]:
-    """The family's axes with the recipe's consts, and the recipe's expressions of var axes."""
+def recipe_axes(recipe: Recipe, family_axes: dict[str, int | tuple[str, int]], config: Any = None) -> tuple[dict, dict[str, str]]:
+    """The recipe's own axes (they name dims first), the family's, the recipe's consts; and its expressions of var axes."""
     consts = {n: v for n, v in recipe.axes if isinstance(v, int)}
-    return {**family_axes, **consts}, {n: v for n, v in recipe.axes if isinstance(v, str)}
+    own = recipe.own_axes(config) if recipe.own_axes else {}
+    return {**own, **family_axes, **consts}, {n: v for n, v in recipe.axes if isinstance(v, str)}
 
 
 def example_values(axes: dict[str, int | tuple[str, int]]) -> dict[str, int]:
@@ -155,11 +163,13 @@ def _var_axes(recipe: Recipe) -> list[str]:
 
 def _input_tensors(recipe: Recipe, model_dtype: str, state: list[tuple[str, Any]], axes: dict) -> list[Tensor]:
     lookup = axis_lookup(axes)
+    given = dict(recipe.state_distributions)
     found = [Tensor(a.name, list(a.dims), a.dtype or model_dtype, a.distribution, custom=a.custom) for a in recipe.inputs]
     for name, value in state:
         dims = [lookup.get(int(d), int(d)) for d in value.shape]
         weight = value.dim() >= 2
         distribution = {"kind": "normal", "mean": 0.0, "std": WEIGHT_STD} if weight and value.dtype.is_floating_point else None
+        distribution = next((d for suffix, d in given.items() if name.endswith(suffix)), distribution)
         found.append(Tensor(readable(name), dims, str(value.dtype).removeprefix("torch."), distribution, weight))
     return found
 
@@ -173,7 +183,7 @@ def capture_forward(model: ModelConfig, recipe: Recipe, dtype: str | None = None
     dtype = dtype or model.dtype
     config = transformers_config(model, tiny)
     module = build_module(model, recipe, dtype, config, "cpu" if recipe.real else "fake")
-    axes, exprs = recipe_axes(recipe, FAMILIES[model.family].axes(config))
+    axes, exprs = recipe_axes(recipe, FAMILIES[model.family].axes(config), config)
     state = state_of(module)
     mode = next((p.fake_mode for _, p in state if hasattr(p, "fake_mode")), None) or FakeTensorMode(allow_non_fake_inputs=True)
     with mode:
@@ -250,6 +260,20 @@ def _expression(expr: str, symbols: dict[str, str]) -> str:
     raise ValueError(f"an output dimension is derived ({text}); only plain axes are supported")
 
 
+def _unspecialise_group_norm_batch(graph_module: Any) -> None:
+    """native_group_norm_backward's batch argument comes out of make_fx as the example's literal batch size:
+    it is put back as the size of its gradient's first dimension."""
+    import torch
+
+    target = torch.ops.aten.native_group_norm_backward.default
+    for node in list(graph_module.graph.nodes):
+        if node.op == "call_function" and node.target == target and isinstance(node.args[5], int):
+            with graph_module.graph.inserting_before(node):
+                batch = graph_module.graph.call_function(torch.ops.aten.sym_size.int, (node.args[0], 0))
+            node.args = (*node.args[:5], batch, *node.args[6:])
+    graph_module.recompile()
+
+
 def capture_backward(model: ModelConfig, recipe: Recipe, dtype: str | None = None, tiny: bool = False) -> Captured:
     """The gradients of the floating inputs and of the weights, given a gradient for each output."""
     import torch
@@ -264,7 +288,8 @@ def capture_backward(model: ModelConfig, recipe: Recipe, dtype: str | None = Non
     names = [name for name, _ in state]
     axes = forward.axes
     n_acts = len(recipe.inputs)
-    wrt = [i for i, t in enumerate(forward.inputs) if torch_dtype(t.dtype).is_floating_point and t.name not in recipe.no_grad]
+    frozen = set(recipe.no_grad) | buffer_names(module)  # buffers (running statistics, biases of routers) get no gradient
+    wrt = [i for i, t in enumerate(forward.inputs) if torch_dtype(t.dtype).is_floating_point and t.name not in frozen]
 
     def run(*args: Any) -> Any:
         given, grads = list(args[: len(forward.inputs)]), args[len(forward.inputs):]
@@ -283,6 +308,7 @@ def capture_backward(model: ModelConfig, recipe: Recipe, dtype: str | None = Non
              for o in forward.outputs]
     with default_dtype(torch_dtype(dtype)):
         graph_module = make_fx(run, tracing_mode="symbolic")(*example, *grads)
+    _unspecialise_group_norm_batch(graph_module)
     grad_inputs = [Tensor(f"grad_{o.name}", list(o.dims), o.dtype) for o in forward.outputs]
     inputs = forward.inputs + grad_inputs
     outputs = [Tensor(f"grad_{forward.inputs[i].name}", list(forward.inputs[i].dims), forward.inputs[i].dtype) for i in wrt]

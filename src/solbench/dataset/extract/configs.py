@@ -59,7 +59,7 @@ MODELS: dict[str, ModelConfig] = {m.name: m for m in [
         "rope_scaling": {"type": "yarn", "factor": 40.0, "beta_fast": 32.0, "beta_slow": 1.0, "mscale": 1.0,
                          "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096},
         "max_position_embeddings": 163840, "vocab_size": 129280, "attention_bias": False,
-    }, tiny={"hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 32, "n_routed_experts": 8,
+    }, tiny={"hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 32, "n_routed_experts": 16,
              "num_experts_per_tok": 2, "n_group": 2, "topk_group": 1, "num_attention_heads": 4, "num_key_value_heads": 4,
              "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16}),
     ModelConfig("gemma3_27b", "Gemma-3-27B", "google/gemma-3-27b-it", "gemma3", {
@@ -84,4 +84,16 @@ MODELS: dict[str, ModelConfig] = {m.name: m for m in [
         "conv_kernel": 4, "chunk_size": 256, "num_hidden_layers": 64, "vocab_size": 32768, "use_bias": False,
         "use_conv_bias": True, "layer_norm_epsilon": 1e-5, "time_step_limit": (0.0, float("inf")),
     }, tiny={"hidden_size": 64, "num_heads": 8, "head_dim": 16, "state_size": 16, "n_groups": 2, "chunk_size": 4}),
+    ModelConfig("convnext_large", "ConvNeXt-Large", "facebook/convnext-large-224", "convnext", {
+        "hidden_sizes": [192, 384, 768, 1536], "depths": [3, 3, 27, 3], "hidden_act": "gelu", "layer_norm_eps": 1e-12,
+        "layer_scale_init_value": 1e-6, "drop_path_rate": 0.0, "num_channels": 3, "patch_size": 4, "image_size": 224,
+    }, dtype="float32", tiny={"hidden_sizes": [8, 16, 32, 64]}),
+    ModelConfig("resnet50", "ResNet-50", "microsoft/resnet-50", "resnet", {
+        "embedding_size": 64, "hidden_sizes": [256, 512, 1024, 2048], "depths": [3, 4, 6, 3], "layer_type": "bottleneck",
+        "hidden_act": "relu", "downsample_in_first_stage": False, "downsample_in_bottleneck": False, "num_channels": 3,
+    }, dtype="float32", tiny={"hidden_sizes": [16, 32, 64, 128]}),
+    ModelConfig("chameleon_vqgan", "Chameleon-7B VQGAN", "facebook/chameleon-7b", "chameleon", {
+        "embed_dim": 256, "num_embeddings": 8192, "latent_channels": 256, "resolution": 512, "in_channels": 3,
+        "base_channels": 128, "channel_multiplier": [1, 1, 2, 2, 4], "num_res_blocks": 2, "dropout": 0.0,
+    }, dtype="float32", tiny={"base_channels": 32}),
 ]}

@@ -12,7 +12,9 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from solbench.dataset.extract.decode import decode_recipes
+from solbench.dataset.extract.conv import convnext_family, resnet_family, vqgan_family
 from solbench.dataset.extract.encoders import vit_family, whisper_family
+from solbench.dataset.extract.expert_parallel import ep_recipe
 from solbench.dataset.extract.ssm import mamba2_family
 from solbench.dataset.extract.recipe import BATCH, KV, PAGES, POOL, POSITIONS, SEQ, UNIT, VAR_AXES, Act, Family, Recipe
 
@@ -179,4 +181,12 @@ FAMILIES: dict[str, Family] = {
     "vit": vit_family(),
     "whisper": whisper_family(),
     "mamba2": mamba2_family(),
+    "convnext": convnext_family(),
+    "resnet": resnet_family(),
+    "chameleon": vqgan_family(),
 }
+FAMILIES["deepseek_v3"].recipes["moe_ep8"] = ep_recipe("DeepseekV3TopkRouter", "DeepseekV3Experts", "n_routed_experts", 8, (
+    "the full router (sigmoid scores with the score-correction bias, group-limited top-k over all routed experts, noaux_tc, "
+    "weights scaled by routed_scaling_factor)"), " The shared expert is dropped (it runs elsewhere).")
+FAMILIES["qwen3_moe"].recipes["moe_ep4"] = ep_recipe("Qwen3MoeTopKRouter", "Qwen3MoeExperts", "num_experts", 4, (
+    "the full router (softmax over all experts, top-k, renormalised)"), "")

@@ -9,7 +9,9 @@ from typing import Any, Callable
 
 BATCH, SEQ = "batch_size", "seq_len"
 KV, PAGES, POOL = "kv_len", "pages_per_seq", "num_pages"  # decode: cached tokens; paged: pages per sequence, pool size
-VAR_AXES = (BATCH, SEQ, KV, PAGES, POOL)  # the axes that stay symbolic in a capture
+HEIGHT, WIDTH = "height", "width"  # the spatial axes of an image's feature map (width: an expression of height)
+LENGTH = "length"  # the samples of a 1-d signal
+VAR_AXES = (BATCH, SEQ, KV, PAGES, POOL, HEIGHT, WIDTH, LENGTH)  # the axes that stay symbolic in a capture
 UNIT = {"kind": "uniform", "low": -1.0, "high": 1.0}  # cos/sin values
 POSITIONS = {"kind": "integers", "low": 0, "high": SEQ}
 
@@ -43,6 +45,8 @@ class Recipe:
     custom: str | None = None  # source of the custom entry point `make_inputs(axes, device)` of the custom inputs
     no_grad: tuple[str, ...] = ()  # floating inputs that get no gradient in the backward
     seq_multiple: int = 1  # seq_len is a multiple of this (a chunked scan's chunk size): traced as such, a constraint
+    own_axes: Callable[[Any], dict[str, int | tuple[str, int]]] | None = None  # config -> axes that name dims before the family's
+    state_distributions: tuple[tuple[str, dict], ...] = ()  # weight/buffer name suffix -> its distribution (e.g. positive variances)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,13 @@ def _mamba2_axes(cfg: Any) -> dict[str, int | tuple[str, int]]:
     }
 
 
+def _conv1d_call(tm: Any, cfg: Any, conv: Any, xbc: Any) -> Any:
+    """The mixer's conv step exactly as torch_forward runs it: channels first, causal (padding conv_kernel - 1, the
+    tail cut back to seq_len), SiLU."""
+    seq_len = xbc.shape[1]
+    return tm.ACT2FN[cfg.hidden_act](conv(xbc.transpose(1, 2))[..., :seq_len].transpose(1, 2))
+
+
 def mamba2_family() -> Family:
     mixer = Recipe(
         "mixer", "ssm", "Mamba-2 mixer (SSD) in prefill: in_proj to gate, x/B/C and dt; causal depthwise conv1d with SiLU on x/B/C; "
@@ -32,4 +39,9 @@ def mamba2_family() -> Family:
         "path (torch_forward: the CUDA/Triton kernels are not used); RMSNorm gated by SiLU(gate); out_proj",
         lambda tm, cfg: tm.Mamba2Mixer(cfg, 0), lambda tm, cfg, m, x: m(x), (Act("hidden_states", (BATCH, SEQ, "hidden_size")),),
         backward=False, grid=MAMBA_GRID, seq_multiple=CHUNK)
-    return Family("mamba2", "Mamba2Config", _mamba2_axes, {"mixer": mixer})
+    conv1d = Recipe(
+        "conv1d", "conv1d", "the Mamba-2 mixer's causal depthwise conv1d alone (kernel 4, one filter per channel of x/B/C, "
+        "with bias, left padding 3 so each output sees only its own and the 3 earlier tokens) followed by SiLU, on the "
+        "[batch, seq_len, conv_dim] x/B/C part of in_proj's output, as the mixer's pure-torch path runs it",
+        lambda tm, cfg: tm.Mamba2Mixer(cfg, 0).conv1d, _conv1d_call, (Act("xbc", (BATCH, SEQ, "conv_dim")),))
+    return Family("mamba2", "Mamba2Config", _mamba2_axes, {"mixer": mixer, "conv1d": conv1d})
