@@ -20,6 +20,7 @@ def extract(
     backward: Annotated[bool, typer.Option("--backward", help="Also extract the backward of each submodule that has one.")] = False,
     output: Annotated[Path, typer.Option("--output", "-o", help="Folder that receives one problem folder per submodule.")] = Path("."),
     force: Annotated[bool, typer.Option("--force", help="Replace problem folders that exist already.")] = False,
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="float32, bfloat16 or float16 (default: the dtype the model is published in); a dtype other than the published one is named by a suffix, e.g. _fp32.")] = None,
     list_: Annotated[bool, typer.Option("--list", help="List the known models and their submodules, then exit.")] = False,
 ) -> None:
     """Capture submodules of a model's layer (built from transformers with the published config, no weights) as problems."""
@@ -28,7 +29,7 @@ def extract(
 
     if list_:
         for config, names in list_models():
-            console.print(f"{config.name:16} {config.title:16} {config.hf_id:32} {', '.join(names)}", markup=False)
+            console.print(f"{config.name:18} {config.title:18} {config.dtype:9} {config.hf_id:32} {', '.join(names)}", markup=False)
         return
     if not model:
         raise SpecError("name a model (see --list)", field="MODEL")
@@ -36,6 +37,7 @@ def extract(
     if modules is not None and not chosen:
         raise SpecError("expected a comma-separated list of submodules", field="--modules")
     start = time.perf_counter()
-    done = run_extract(model, chosen, backward, output, force,
-                       on_problem=lambda p: console.print(f"{p.folder}: {p.workloads} workloads ({p.seconds:.2f} s)", markup=False))
+    done = run_extract(model, chosen, backward, output, force, dtype=dtype,
+                       on_problem=lambda p: console.print(f"{p.folder}: {p.workloads} workloads ({p.seconds:.2f} s)", markup=False),
+                       on_skip=lambda name, why: console.print(f"{name}: not written: {why}", markup=False))
     console.print(f"{model}: {len(done)} problems in {time.perf_counter() - start:.1f} s", markup=False)

@@ -1,11 +1,12 @@
 """How the bundled set `solbench:models` (src/solbench/dataset/models/) is made: the dataset tools,
 run in order as a user would run them, with every command and its time written to MANIFEST.md.
 
-    python -m solbench.dataset.bundle OUT [--pool DIR] [--n 120] [--seed 0]
+    python -m solbench.dataset.bundle OUT [--pool DIR] [--n 132] [--seed 0]
 
 1. `solbench dataset extract MODEL [--modules ...] [--backward] [--dtype ...]` for each entry of PLAN
    into a pool folder;
-2. `solbench dataset characterise POOL`;
+2. problems whose smallest workload needs more than 3 GiB of inputs leave the pool (each problem of
+   the set runs on a CPU at its smallest workload in CI), then `solbench dataset characterise POOL`;
 3. `solbench dataset sample POOL --duplicates sizes --n N --strata ... --share ...`: the same layer
    of models of the same sizes is one problem; the coverage shares of the set are asked for here;
 4. `solbench dataset stats OUT` with the coverage targets, into the manifest.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,10 +45,40 @@ class Entry:
         return found
 
 
-PLAN: tuple[Entry, ...] = ()  # filled in by the extractor's models (see below)
-SHARES = ("category=attention:0.30,moe:0.12", "direction=backward:0.25")
-STRATA = "category,direction"
+# Every model at its published dtype, forward and backward; then fp32 and bf16 variants where production
+# runs them too (fp32 norms, RoPE, attention and MLPs of the LLMs; bf16 ViT). No fp32/fp16 MoE: there
+# transformers runs the experts' grouped GEMM through an operator of its own (the extractor refuses it).
+PLAN: tuple[Entry, ...] = (
+    *(Entry(model) for model in ("llama3_8b", "llama3_70b", "qwen3_8b", "qwen3_30b_a3b", "qwen3_235b_a22b", "mixtral_8x7b", "mixtral_8x22b",
+                                 "deepseek_v3", "gemma3_27b", "vit_large", "whisper_large_v3", "mamba_codestral_7b", "convnext_large",
+                                 "resnet50", "chameleon_vqgan")),
+    Entry("llama3_8b", "norm,rope_apply,attention,attention_decode,mlp", dtype="float32"),
+    Entry("llama3_70b", "norm,rope_apply,attention,mlp", dtype="float32"),
+    Entry("qwen3_8b", "norm,attention,rope_apply,mlp", dtype="float32"),
+    Entry("gemma3_27b", "norm,attention_sliding,mlp", dtype="float32"),
+    Entry("mamba_codestral_7b", dtype="float32"),
+    Entry("whisper_large_v3", dtype="float32"),
+    Entry("vit_large", dtype="bfloat16"),
+)
+SHARES = ("category=attention:0.30,moe:0.125", "direction=backward:0.25", "precision=float32:0.30")
+STRATA = "category,direction,precision"
 TARGETS = ("category=attention:0.30,moe:0.12", "direction=backward:0.20")
+
+
+CPU_INPUT_BYTES = 3 * 1024**3  # the smallest workload of every problem of the set runs on a CPU in CI
+
+
+def too_large_for_a_cpu(pool: Path) -> list[tuple[str, int]]:
+    """The problems of the pool whose smallest workload's inputs exceed CPU_INPUT_BYTES (name, bytes)."""
+    from solbench.data.loaders import load_problems
+    from solbench.dataset.catalog.analyse import input_bytes, representative
+
+    found = []
+    for problem in load_problems([pool]):
+        size = sum(input_bytes(problem, representative(problem, "smallest")).values())
+        if size > CPU_INPUT_BYTES:
+            found.append((problem.name, size))
+    return sorted(found)
 
 
 def solbench(arguments: list[str], log: list[str]) -> subprocess.CompletedProcess[str]:
@@ -60,12 +92,18 @@ def solbench(arguments: list[str], log: list[str]) -> subprocess.CompletedProces
     return done
 
 
-def build(out: Path, pool: Path, n: int, seed: int, plan: tuple[Entry, ...]) -> str:
+def build(out: Path, pool: Path, n: int, seed: int, plan: tuple[Entry, ...], extract: bool = True) -> str:
     log: list[str] = []
     for entry in plan:
+        if not extract:
+            log.append(f"| `solbench {shlex.join(['dataset', 'extract', *entry.arguments(), '-o', str(pool), '--force'])}` | (an earlier run) | ok |")
+            continue
         done = solbench(["dataset", "extract", *entry.arguments(), "-o", str(pool), "--force"], log)
         if done.returncode != 0:
             raise SystemExit(f"extract {entry.model} failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.stdout[-400:]}")
+    left_out = too_large_for_a_cpu(pool)
+    for name, _ in left_out:  # out of the pool before sampling: the set's smallest workloads all run on a CPU
+        shutil.rmtree(pool / name)
     solbench(["dataset", "characterise", str(pool), "--force"], log)
     sample = ["dataset", "sample", str(pool), "--n", str(n), "--strata", STRATA, "--duplicates", "sizes", "--seed", str(seed), "-o", str(out)]
     for share in SHARES:
@@ -100,6 +138,11 @@ def build(out: Path, pool: Path, n: int, seed: int, plan: tuple[Entry, ...]) -> 
         shown.stdout.strip(),
         "```",
         "",
+        f"## Left out: the smallest workload needs more than {CPU_INPUT_BYTES / 1024**3:.0f} GiB of inputs (no CPU run in CI)",
+        "",
+        *(f"- {name} ({size / 1024**3:.1f} GiB)" for name, size in left_out),
+        *([] if left_out else ["- none"]),
+        "",
         "## Hand edits",
         "",
         "No file was edited after the tools wrote it. The references of these problems are written by hand in the",
@@ -115,11 +158,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path, help="where the set goes (must not exist, or be empty)")
     parser.add_argument("--pool", type=Path, default=None, help="the folder the models are extracted into (default: a temporary one)")
-    parser.add_argument("--n", type=int, default=120)
+    parser.add_argument("--n", type=int, default=132)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pool-ready", action="store_true", help="the pool holds the plan's extraction already: only sample it")
     args = parser.parse_args()
     pool = args.pool or Path(tempfile.mkdtemp(prefix="solbench-pool-"))
-    manifest = build(args.out, pool, args.n, args.seed, PLAN)
+    manifest = build(args.out, pool, args.n, args.seed, PLAN, extract=not args.pool_ready)
     (args.out / "MANIFEST.md").write_text(manifest)
     print(f"wrote {args.out} ({len(list(args.out.glob('*/definition.json')))} problems) and its MANIFEST.md")
 

@@ -129,3 +129,11 @@ def test_existing_folder_is_refused_without_force(tmp_path):
     lines = [l for l in result.output.splitlines() if l.strip()]
     assert len(lines) == 1 and "exists already" in lines[0] and "--force" in lines[0]
     assert (tmp_path / "llama3_8b_norm" / "definition.json").read_text() == "mine"
+
+
+def test_a_problem_whose_grid_fits_no_workload_is_not_written(tmp_path):
+    """Llama-3-70B's fp32 MLP backward needs more memory than a workload may have at every grid point."""
+    result = runner.invoke(app, ["dataset", "extract", "llama3_70b", "-m", "mlp", "--dtype", "float32", "--backward", "-o", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "llama3_70b_mlp_fp32_backward: not written: no workload of its grid fits" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["llama3_70b_mlp_fp32"]

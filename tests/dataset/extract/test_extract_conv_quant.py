@@ -119,13 +119,14 @@ def _sol(folder: Path) -> list[dict]:
     return [json.loads(line) for line in result.output.splitlines() if line.startswith("{")]
 
 
-@pytest.mark.parametrize("model_name, module, ep", [("deepseek_v3", "moe_ep8", 8), ("qwen3_30b_a3b", "moe_ep4", 4)])
+@pytest.mark.parametrize("model_name, module, ep", [("deepseek_v3", "moe_ep8", 8), ("qwen3_30b_a3b", "moe_ep4", 4), ("mixtral_8x7b", "moe_ep4", 4)])
 def test_expert_parallel_moe_equals_masked_full_moe(tmp_path, model_name, module, ep):
     model, recipe, problem, real, config = _tiny_problem(tmp_path, model_name, module)
     full_recipe = FAMILIES[model.family].recipes["moe"]
     full = build_module(model, full_recipe, "float32", config, "cpu")
     local = real.num_local
-    assert local == (config.n_routed_experts if model_name == "deepseek_v3" else config.num_experts) // ep and local >= 2
+    count = {"deepseek_v3": "n_routed_experts", "mixtral_8x7b": "num_local_experts"}.get(model_name, "num_experts")
+    assert local == getattr(config, count) // ep and local >= 1
     with torch.no_grad():
         full.gate.load_state_dict(real.gate.state_dict())
         full.gate.e_score_correction_bias.copy_(torch.randn_like(full.gate.e_score_correction_bias) * 0.1) if hasattr(full.gate, "e_score_correction_bias") else None
@@ -265,3 +266,38 @@ def test_quant_problems_validate_and_are_listed(tmp_path):
     assert result.exit_code == 0 and "did not run" not in result.output, result.output
     names = [name for name, _, _ in problem_specs(MODELS["deepseek_v3"], None, True)]
     assert "deepseek_v3_fp8_block_gemm_q_b" in names and "deepseek_v3_fp8_block_gemm_q_b_backward" not in names
+
+
+@pytest.mark.parametrize("model_name", ["qwen3_30b_a3b", "mixtral_8x7b", "deepseek_v3"])
+def test_moe_router_then_experts_is_the_moe_block(tmp_path, model_name):
+    """moe_router and moe_experts, each the model's own module, match their modules, and the experts fed
+    with the router's picks give the block's output (less DeepSeek's shared expert)."""
+    model, _, router_problem, router, config = _tiny_problem(tmp_path, model_name, "moe_router")
+    _, _, experts_problem, experts, _ = _tiny_problem(tmp_path, model_name, "moe_experts")
+    full_recipe = FAMILIES[model.family].recipes["moe"]
+    full = build_module(model, full_recipe, "float32", config, "cpu")
+    with torch.no_grad():
+        full.gate.load_state_dict(router.state_dict())
+        full.experts.load_state_dict(experts.state_dict())
+        for p in (full.shared_experts.parameters() if hasattr(full, "shared_experts") else ()):
+            p.zero_()
+    x = torch.randn(2, 12, config.hidden_size)
+    weights, indices = reference_module(router_problem.definition).run(x, *[p.detach() for _, p in _state(router)])
+    assert indices.dtype == torch.int64 and indices.shape == (2, 12, config.num_experts_per_tok)
+    _, expected_weights, expected_indices = router(x.reshape(-1, config.hidden_size))
+    torch.testing.assert_close(weights.reshape(-1, indices.shape[-1]), expected_weights)
+    assert torch.equal(indices.reshape(-1, indices.shape[-1]), expected_indices)
+    got = reference_module(experts_problem.definition).run(x, indices, weights, *[p.detach() for _, p in _state(experts)])
+    with torch.no_grad():
+        block = full_recipe.call(FAMILIES[model.family].transformers_module(), config, full, x)
+    torch.testing.assert_close(got, block, atol=1e-5, rtol=1e-5)
+    assert experts_problem.definition.inputs["topk_indices"].dtype.value == "int64"
+
+
+def test_a_graph_that_calls_transformers_own_operator_is_refused(tmp_path):
+    """In fp32, transformers routes the MoE experts' grouped GEMM to an operator of its own: such a
+    reference would need transformers to run, so nothing is written."""
+    result = runner.invoke(app, ["dataset", "extract", "mixtral_8x7b", "-m", "moe_experts", "--dtype", "float32", "-o", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "transformers' own operator grouped_mm_fallback" in result.output and "Traceback" not in result.output
+    assert not any(tmp_path.iterdir())

@@ -44,12 +44,25 @@ MODELS: dict[str, ModelConfig] = {m.name: m for m in [
         "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "max_position_embeddings": 40960, "vocab_size": 151936,
         "attention_bias": False, "use_sliding_window": False,
     }, tiny={**_LLAMA_TINY, "moe_intermediate_size": 32, "num_experts": 8, "num_experts_per_tok": 2}),
+    ModelConfig("qwen3_235b_a22b", "Qwen3-235B-A22B", "Qwen/Qwen3-235B-A22B", "qwen3_moe", {
+        "hidden_size": 4096, "intermediate_size": 12288, "moe_intermediate_size": 1536, "num_experts": 128,
+        "num_experts_per_tok": 8, "norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": [],
+        "num_hidden_layers": 94, "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128, "hidden_act": "silu",
+        "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "max_position_embeddings": 40960, "vocab_size": 151936,
+        "attention_bias": False, "use_sliding_window": False,
+    }, tiny={**_LLAMA_TINY, "moe_intermediate_size": 32, "num_experts": 8, "num_experts_per_tok": 2}),
+    ModelConfig("mixtral_8x22b", "Mixtral-8x22B", "mistralai/Mixtral-8x22B-v0.1", "mixtral", {
+        "hidden_size": 6144, "intermediate_size": 16384, "num_hidden_layers": 56, "num_attention_heads": 48,
+        "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2, "hidden_act": "silu",
+        "rms_norm_eps": 1e-5, "rope_theta": 1000000.0, "max_position_embeddings": 65536, "vocab_size": 32768,
+        "sliding_window": None,
+    }, tiny={**_LLAMA_TINY, "num_local_experts": 8, "num_experts_per_tok": 2}),
     ModelConfig("mixtral_8x7b", "Mixtral-8x7B", "mistralai/Mixtral-8x7B-v0.1", "mixtral", {
         "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
         "num_key_value_heads": 8, "num_local_experts": 8, "num_experts_per_tok": 2, "hidden_act": "silu",
         "rms_norm_eps": 1e-5, "rope_theta": 1000000.0, "max_position_embeddings": 32768, "vocab_size": 32000,
         "sliding_window": None,
-    }, tiny={**_LLAMA_TINY, "num_local_experts": 4, "num_experts_per_tok": 2}),
+    }, tiny={**_LLAMA_TINY, "num_local_experts": 8, "num_experts_per_tok": 2}),
     ModelConfig("deepseek_v3", "DeepSeek-V3", "deepseek-ai/DeepSeek-V3", "deepseek_v3", {
         "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048, "n_routed_experts": 256,
         "n_shared_experts": 1, "num_experts_per_tok": 8, "n_group": 8, "topk_group": 4, "routed_scaling_factor": 2.5,

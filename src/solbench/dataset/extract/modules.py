@@ -15,6 +15,7 @@ from solbench.dataset.extract.decode import decode_recipes
 from solbench.dataset.extract.conv import convnext_family, resnet_family, vqgan_family
 from solbench.dataset.extract.encoders import vit_family, whisper_family
 from solbench.dataset.extract.expert_parallel import ep_recipe
+from solbench.dataset.extract.moe_parts import moe_part_recipes
 from solbench.dataset.extract.ssm import mamba2_family
 from solbench.dataset.extract.recipe import BATCH, KV, PAGES, POOL, POSITIONS, SEQ, UNIT, VAR_AXES, Act, Family, Recipe
 
@@ -188,5 +189,13 @@ FAMILIES: dict[str, Family] = {
 FAMILIES["deepseek_v3"].recipes["moe_ep8"] = ep_recipe("DeepseekV3TopkRouter", "DeepseekV3Experts", "n_routed_experts", 8, (
     "the full router (sigmoid scores with the score-correction bias, group-limited top-k over all routed experts, noaux_tc, "
     "weights scaled by routed_scaling_factor)"), " The shared expert is dropped (it runs elsewhere).")
-FAMILIES["qwen3_moe"].recipes["moe_ep4"] = ep_recipe("Qwen3MoeTopKRouter", "Qwen3MoeExperts", "num_experts", 4, (
-    "the full router (softmax over all experts, top-k, renormalised)"), "")
+FAMILIES["deepseek_v3"].recipes.update(moe_part_recipes("DeepseekV3TopkRouter", "DeepseekV3Experts", (
+    "sigmoid scores with the score-correction bias, group-limited top-k over the routed experts, weights scaled by routed_scaling_factor")))
+FAMILIES["mixtral"].recipes.update(moe_part_recipes("MixtralTopKRouter", "MixtralExperts", "softmax over the experts, top-2, renormalised"))
+FAMILIES["qwen3_moe"].recipes.update(moe_part_recipes("Qwen3MoeTopKRouter", "Qwen3MoeExperts", "softmax over the experts, top-k, renormalised"))
+for _ep in (4, 8):
+    FAMILIES["mixtral"].recipes[f"moe_ep{_ep}"] = ep_recipe("MixtralTopKRouter", "MixtralExperts", "num_local_experts", _ep, (
+        "the full router (softmax over all experts, top-2, renormalised)"), "")
+for _ep in (4, 8):
+    FAMILIES["qwen3_moe"].recipes[f"moe_ep{_ep}"] = ep_recipe("Qwen3MoeTopKRouter", "Qwen3MoeExperts", "num_experts", _ep, (
+        "the full router (softmax over all experts, top-k, renormalised)"), "")
