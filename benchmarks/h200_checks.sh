@@ -4,7 +4,7 @@
 #   run on the GPU machine from the repository root, after installing the wheels (see README):
 #   bash benchmarks/h200_checks.sh [STEP...]   steps: gate gpu-tests gpu-other corpus legit overhead overhead-ungated ncu-gemm ncu-memory
 #        synthetic tightness verify-bundled verify-synthetic self-check
-#        throughput throughput-reuse throughput-no-ahead run-bundled run-examples
+#        throughput throughput-reuse throughput-no-ahead run-bundled run-models run-examples
 #   SYNTHETIC (default /tmp/syn): where the synthetic dataset is written; VERIFY_SUBSET: problem folders of it to verify
 #   (a glob under $SYNTHETIC, default all; SELF_CHECK_SUBSET likewise); VERIFY_WORKLOADS (default spread:2); VERIFY_COMPILE (default: default;
 #   none: eager only); VERIFY_BUDGET (s per workload and candidate, default 1); VERIFY_LIMIT (s per verify step, default 560);
@@ -61,6 +61,8 @@ for name in "${steps[@]}"; do
     throughput-no-ahead) step throughput-no-ahead 100 python3 benchmarks/eval_throughput.py --device cuda --workloads smallest:2 --hidden 1 --reuse-reference --no-start-ahead ;;
     run-bundled) step run-bundled "$RUN_LIMIT" python3 -m solbench.cli run $RUN_PROBLEMS --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" \
         --run-dir "$OUT/run-bundled" --baselines "$OUT/baselines" ;;
+    run-models) step run-models "$RUN_LIMIT" python3 -m solbench.cli run solbench:models --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" \
+        --run-dir "$OUT/run-models" --baselines "$OUT/baselines" ;;
     run-examples) step run-examples 120 python3 -m solbench.cli run src/solbench/dataset/problems/silu_and_mul_llama3_8b --solutions examples \
         --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" --run-dir "$OUT/run-examples" --baselines "$OUT/baselines" ;;
     ncu-memory) step ncu-memory 560 python3 benchmarks/timing_vs_ncu.py --kinds memory --json "$OUT/ncu-memory.json" ;;
