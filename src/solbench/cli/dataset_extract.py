@@ -29,7 +29,7 @@ def extract(
 
     if list_:
         for config, names in list_models():
-            console.print(f"{config.name:18} {config.title:18} {config.dtype:9} {config.hf_id:32} {', '.join(names)}", markup=False)
+            console.print(f"{config.name:18} {config.title:18} {config.dtype:9} {config.hf_id:32} {', '.join(names)}", markup=False, soft_wrap=True)
         return
     if not model:
         raise SpecError("name a model (see --list)", field="MODEL")
