@@ -37,6 +37,9 @@ def _build(router: str, experts: str, count_field: str, ep: int) -> Any:
                 super().__init__()
                 self.gate = getattr(tm, router)(cfg)
                 self.experts = getattr(tm, experts)(local_cfg)
+                # transformers masks the rows of the EP sentinel (picks of other ranks' experts) only in expert-parallel
+                # mode; without it those rows of the grouped GEMM's output are uninitialised memory times weight 0 (NaN)
+                self.experts._is_expert_parallel = True
                 self.num_local = local_experts(cfg, count_field, ep)
 
         return ExpertParallelMoE()

@@ -1,0 +1,43 @@
+"""The bundled set solbench:models (src/solbench/dataset/models/, made by dataset/bundle.py): it loads and
+validates, covers what the set promises, and every reference passes against itself at its smallest
+workload on the CPU through the real evaluator (correctness only: the timing is the GPU's business)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from solbench.bench.orchestrator import EvalOptions, reference_solution
+from solbench.data.loaders import load_problems
+from solbench.data.selection import choose_workloads
+from solbench.data.trace import Status
+from solbench.dataset import bundled_set_path
+from solbench.dataset.catalog.rules import category_of
+from solbench.exec import Job, evaluate_jobs
+
+SET = bundled_set_path("models")
+
+
+@pytest.fixture(scope="module")
+def problems():
+    return load_problems([SET])
+
+
+def test_the_set_has_what_it_promises(problems) -> None:
+    assert len(problems) >= 120
+    categories = Counter(category_of(p.definition.op_type, p.name, None)[0] for p in problems)  # as `solbench dataset stats` counts
+    attention, moe = categories["attention"], categories["moe"]
+    backward = sum(1 for p in problems if p.name.endswith("_backward"))
+    assert attention >= 0.30 * len(problems) and moe >= 0.12 * len(problems) and backward >= 0.20 * len(problems), (attention, moe, backward)
+    dtypes = Counter(next(iter(p.definition.inputs.values())).dtype.value for p in problems)
+    assert {"bfloat16", "float32", "float16", "float8_e4m3fn", "float4_e2m1fn_x2"} <= set(dtypes), dtypes
+    assert (SET / "MANIFEST.md").read_text().count("| `solbench dataset extract") >= 15
+
+
+def test_every_reference_passes_against_itself_at_its_smallest_workload_on_the_cpu(problems) -> None:
+    jobs = [Job(problem, reference_solution(problem), choose_workloads(problem, "smallest:1"), trusted=True) for problem in problems]
+    options = EvalOptions(device="cpu", trials=1, timing=False, hidden=0, seed=5, static_analysis=False)
+    traces = evaluate_jobs(jobs, options)
+    failed = [(t.definition, t.evaluation.status.value, t.evaluation.log[:200]) for t in traces if t.evaluation.status != Status.PASSED]
+    assert len(traces) == len(problems) and not failed, failed
