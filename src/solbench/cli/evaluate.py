@@ -220,8 +220,8 @@ def run_command(
     for loaded in refused:
         print(refusal_line(loaded))
     console.print(f"run folder: {folder}", highlight=False, soft_wrap=True)
-    failed = [w for w in outcome.summary.workloads if w.status != "PASSED"]
-    failed += [p for p in outcome.summary.problems if any(status != "PASSED" for status in p.held_out)]
+    failed = any(w.status != "PASSED" for w in outcome.summary.workloads)
+    failed = failed or any(status != "PASSED" for p in outcome.summary.problems for status in p.held_out)
     if failed or refused or outcome.errors or unmatched:
         raise typer.Exit(1)
 

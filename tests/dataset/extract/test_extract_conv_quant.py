@@ -17,38 +17,15 @@ from solbench.cli import app  # noqa: E402
 from solbench.data.inputs import generate_inputs  # noqa: E402
 from solbench.data.loaders import load_problems  # noqa: E402
 from solbench.data.reference import reference_module  # noqa: E402
-from solbench.dataset.extract.api import build_problem, problem_specs  # noqa: E402
-from solbench.dataset.extract.capture import build_module, state_of, transformers_config  # noqa: E402
+from solbench.dataset.extract.api import problem_specs  # noqa: E402
+from solbench.dataset.extract.capture import build_module  # noqa: E402
 from solbench.dataset.extract.configs import MODELS  # noqa: E402
 from solbench.dataset.extract.modules import FAMILIES  # noqa: E402
 from solbench.dataset.extract.quant import quant_recipes  # noqa: E402
-from solbench.dataset.extract.writer import write_problem  # noqa: E402
+
+from extract_testkit import module_state, tiny_problem  # noqa: E402
 
 runner = CliRunner()
-
-
-def _state(module) -> list:
-    """What the fake build's state_of gives: parameters, then the buffers the module reads."""
-    return list(module.named_parameters()) + [(n, b) for n, b in module.named_buffers() if not n.endswith("num_batches_tracked")]
-
-
-def _tiny_problem(tmp_path: Path, model_name: str, module: str, backward: bool = False):
-    model = MODELS[model_name]
-    recipe = FAMILIES[model.family].recipes[module]
-    name = f"tiny_{model_name}_{module}" + ("_backward" if backward else "")
-    definition, lines = build_problem(model, recipe, backward, name, dtype="float32", tiny=True)
-    write_problem(tmp_path / name, definition, lines)
-    [problem] = load_problems([tmp_path / name])
-    config = transformers_config(model, tiny=True)
-    real = build_module(model, recipe, "float32", config, "cpu")
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for name_, p in _state(real):
-            if name_.endswith("running_var"):
-                p.copy_(torch.rand_like(p) + 0.5)
-            else:
-                p.copy_(torch.randn_like(p) * 0.2 + (1.0 if p.dim() == 1 and not name_.endswith("running_mean") else 0.0))
-    return model, recipe, problem, real, config
 
 
 @pytest.mark.parametrize("model_name, module, shape", [
@@ -58,10 +35,10 @@ def _tiny_problem(tmp_path: Path, model_name: str, module: str, backward: bool =
     ("mamba_codestral_7b", "conv1d", (2, 11, 192)),
 ])
 def test_conv_blocks_match_module_forward_and_backward(tmp_path, model_name, module, shape):
-    model, recipe, problem, real, config = _tiny_problem(tmp_path, model_name, module)
+    model, recipe, problem, real, config = tiny_problem(tmp_path, model_name, module)
     tm = FAMILIES[model.family].transformers_module()
     x = torch.randn(shape)
-    weights = [p.detach().clone() for _, p in _state(real)]
+    weights = [p.detach().clone() for _, p in module_state(real)]
     with torch.no_grad():
         expected = recipe.call(tm, config, real, x)
     got = reference_module(problem.definition).run(x, *weights)
@@ -74,13 +51,13 @@ def test_conv_blocks_match_module_forward_and_backward(tmp_path, model_name, mod
         torch.testing.assert_close(moved[:, :5], got[:, :5])
         assert (moved[:, 5:] - got[:, 5:]).abs().max() > 1e-3
 
-    _, _, back, real, _ = _tiny_problem(tmp_path, model_name, module, backward=True)
+    _, _, back, real, _ = tiny_problem(tmp_path, model_name, module, backward=True)
     params = [p for n, p in real.named_parameters()]
     given = x.clone().requires_grad_(True)
     out = recipe.call(tm, config, real, given)
     grad = torch.randn_like(out)
     expected_grads = torch.autograd.grad(out, [given, *params], grad)
-    got_grads = reference_module(back.definition).run(x, *[p.detach() for _, p in _state(real)], grad)
+    got_grads = reference_module(back.definition).run(x, *[p.detach() for _, p in module_state(real)], grad)
     assert list(back.definition.outputs)[0] == "grad_hidden_states" if module != "conv1d" else "grad_xbc"
     assert not any("running" in name for name in back.definition.outputs)  # buffers get no gradient
     assert len(got_grads) == len(expected_grads)
@@ -121,7 +98,7 @@ def _sol(folder: Path) -> list[dict]:
 
 @pytest.mark.parametrize("model_name, module, ep", [("deepseek_v3", "moe_ep8", 8), ("qwen3_30b_a3b", "moe_ep4", 4), ("mixtral_8x7b", "moe_ep4", 4)])
 def test_expert_parallel_moe_equals_masked_full_moe(tmp_path, model_name, module, ep):
-    model, recipe, problem, real, config = _tiny_problem(tmp_path, model_name, module)
+    model, recipe, problem, real, config = tiny_problem(tmp_path, model_name, module)
     full_recipe = FAMILIES[model.family].recipes["moe"]
     full = build_module(model, full_recipe, "float32", config, "cpu")
     local = real.num_local
@@ -142,7 +119,7 @@ def test_expert_parallel_moe_equals_masked_full_moe(tmp_path, model_name, module
     x = torch.randn(2, 12, config.hidden_size)
     with torch.no_grad():
         expected = full_recipe.call(FAMILIES[model.family].transformers_module(), config, full, x)
-    got = reference_module(problem.definition).run(x, *[p.detach() for _, p in _state(real)])
+    got = reference_module(problem.definition).run(x, *[p.detach() for _, p in module_state(real)])
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
     assert expected.abs().max() > 0 and (expected == 0).all(dim=-1).any()  # some tokens pick no local expert
     assert problem.definition.inputs["experts_gate_up_proj"].shape[0] == "num_local_experts"
@@ -272,8 +249,8 @@ def test_quant_problems_validate_and_are_listed(tmp_path):
 def test_moe_router_then_experts_is_the_moe_block(tmp_path, model_name):
     """moe_router and moe_experts, each the model's own module, match their modules, and the experts fed
     with the router's picks give the block's output (less DeepSeek's shared expert)."""
-    model, _, router_problem, router, config = _tiny_problem(tmp_path, model_name, "moe_router")
-    _, _, experts_problem, experts, _ = _tiny_problem(tmp_path, model_name, "moe_experts")
+    model, _, router_problem, router, config = tiny_problem(tmp_path, model_name, "moe_router")
+    _, _, experts_problem, experts, _ = tiny_problem(tmp_path, model_name, "moe_experts")
     full_recipe = FAMILIES[model.family].recipes["moe"]
     full = build_module(model, full_recipe, "float32", config, "cpu")
     with torch.no_grad():
@@ -282,12 +259,12 @@ def test_moe_router_then_experts_is_the_moe_block(tmp_path, model_name):
         for p in (full.shared_experts.parameters() if hasattr(full, "shared_experts") else ()):
             p.zero_()
     x = torch.randn(2, 12, config.hidden_size)
-    weights, indices = reference_module(router_problem.definition).run(x, *[p.detach() for _, p in _state(router)])
+    weights, indices = reference_module(router_problem.definition).run(x, *[p.detach() for _, p in module_state(router)])
     assert indices.dtype == torch.int64 and indices.shape == (2, 12, config.num_experts_per_tok)
     _, expected_weights, expected_indices = router(x.reshape(-1, config.hidden_size))
     torch.testing.assert_close(weights.reshape(-1, indices.shape[-1]), expected_weights)
     assert torch.equal(indices.reshape(-1, indices.shape[-1]), expected_indices)
-    got = reference_module(experts_problem.definition).run(x, indices, weights, *[p.detach() for _, p in _state(experts)])
+    got = reference_module(experts_problem.definition).run(x, indices, weights, *[p.detach() for _, p in module_state(experts)])
     with torch.no_grad():
         block = full_recipe.call(FAMILIES[model.family].transformers_module(), config, full, x)
     torch.testing.assert_close(got, block, atol=1e-5, rtol=1e-5)

@@ -17,29 +17,16 @@ from solbench.cli import app  # noqa: E402
 from solbench.data.inputs import generate_inputs  # noqa: E402
 from solbench.data.loaders import load_problems  # noqa: E402
 from solbench.data.reference import reference_module  # noqa: E402
-from solbench.dataset.extract.api import build_problem  # noqa: E402
-from solbench.dataset.extract.capture import build_module, state_of, transformers_config  # noqa: E402
-from solbench.dataset.extract.configs import MODELS  # noqa: E402
-from solbench.dataset.extract.modules import FAMILIES  # noqa: E402
-from solbench.dataset.extract.writer import write_problem  # noqa: E402
+from solbench.dataset.extract.capture import state_of  # noqa: E402
+
+from extract_testkit import tiny_problem  # noqa: E402
 
 runner = CliRunner()
 BATCH, KV_LEN = 3, 21
 
 
 def _tiny(tmp_path: Path, model_name: str, module: str):
-    model = MODELS[model_name]
-    recipe = FAMILIES[model.family].recipes[module]
-    name = f"tiny_{model_name}_{module}"
-    definition, lines = build_problem(model, recipe, False, name, dtype="float32", tiny=True)
-    write_problem(tmp_path / name, definition, lines)
-    [problem] = load_problems([tmp_path / name])
-    config = transformers_config(model, tiny=True)
-    real = build_module(model, recipe, "float32", config, "cpu")
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for _, p in state_of(real):
-            p.copy_(torch.randn_like(p) * 0.2 + (1.0 if p.dim() == 1 else 0.0))
+    _, _, problem, real, config = tiny_problem(tmp_path, model_name, module)
     return problem, real, config
 
 
