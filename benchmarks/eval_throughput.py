@@ -57,7 +57,7 @@ def main() -> None:
                 pair.start_ahead = pair.start_ahead and not args.no_start_ahead
             for index, problem in enumerate(trimmed):
                 if pair is not None:  # as the serial executor does: the next solution's worker starts during this evaluation
-                    pair.plan_next(solutions[index + 1] if index + 1 < len(solutions) else None)
+                    pair.plan_next(solutions[index + 1:index + 1 + pair.spares_ahead])
                 started = time.perf_counter()
                 traces = evaluate(problem, solutions[index], options, workers=pair)
                 rows.append((problem.name, traces, time.perf_counter() - started))

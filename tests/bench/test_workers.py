@@ -37,33 +37,44 @@ def test_the_reference_worker_is_kept_across_problems_and_solution_workers_are_n
     assert phases[2]["start"] < phases[0]["start"]  # loading a problem into a running reference worker is cheaper than starting one
 
 
-def test_the_next_solution_worker_is_started_ahead_and_taken_only_by_its_own_solution(tmp_path: Path):
-    """plan_next: the planned solution's worker starts while the current one is evaluated and is used by
-    that solution's attach; a spare planned for another solution is killed, never attached."""
+def _spare_solutions(pair: WorkerPair) -> list[int]:
+    """The solutions whose workers were started ahead, by identity (equal solutions are still different jobs)."""
+    return [id(planned) for planned, _ in pair.spares]
+
+
+def test_the_next_solution_workers_are_started_ahead_and_taken_only_by_their_own_solutions(tmp_path: Path):
+    """plan_next: the planned solutions' workers start while the current one is evaluated (up to
+    spares_ahead of them) and each is used by its own solution's attach; the current solution's worker
+    starts beside the reference worker (expect); a spare of a solution no longer planned is killed."""
     double = inline_problem("double", "def run(x):\n    return x * 2\n", {"x": ([8], "float32")}, {"y": ([8], "float32")})
     negate = inline_problem("negate", "def run(x):\n    return -x\n", {"x": ([8], "float32")}, {"y": ([8], "float32")})
     options = EvalOptions(device="cpu", trials=2, hidden=0, budget_s=0.2, min_iterations=2, max_iterations=5, cache_root=tmp_path)
-    first_solution, second_solution = reference_solution(double), reference_solution(negate)
+    first, second, third, fourth = (reference_solution(double), reference_solution(negate), reference_solution(negate),
+                                    reference_solution(double))
+    traces = []
     with WorkerPair.for_options("cpu", options) as pair:
         pair.start_ahead = True
-        pair.plan_next(second_solution)
-        first = evaluate(double, first_solution, options, workers=pair)
-        assert pair.spare is not None and pair.spare[0] is second_solution and pair.spare[1].alive
-        spare_pid = pair.spare[1].process.pid
-        second = evaluate(negate, second_solution, options, workers=pair)
-        assert pair.spares_taken == 1 and pair.started_workers == 3  # reference, first solution, second (started ahead)
-        logs = sorted(p.name for p in (pair.session.root / "logs").iterdir())
-        assert logs == ["reference-1.log", "solution-2.log", "solution-3.log"]
+        pair.spares_ahead = 2
+        pair.plan_next([second, third, fourth])  # one more than spares_ahead: the last is not started yet
+        traces += evaluate(double, first, options, workers=pair)
+        assert _spare_solutions(pair) == [id(second), id(third)] and all(process.alive for _, process in pair.spares)
+        assert pair.spares_taken == 1 and pair.started_workers == 4  # first (beside the reference), reference, second, third
+        third_pid = pair.spares[1][1].process.pid
 
-        pair.plan_next(first_solution)  # planned, but the next attach is for another solution
-        third = evaluate(negate, second_solution, options, workers=pair)
-        planned = pair.spare[1]
-        assert pair.spares_taken == 1
-        fourth = evaluate(negate, second_solution, options, workers=pair)  # not the planned solution: its spare is killed
-        assert pair.spare is None and not planned.alive and pair.spares_taken == 1
-    traces = first + second + third + fourth
+        pair.plan_next([third])
+        traces += evaluate(negate, second, options, workers=pair)
+        assert _spare_solutions(pair) == [id(third)] and pair.spares[0][1].process.pid == third_pid  # kept for its own solution
+        assert pair.spares_taken == 2 and pair.started_workers == 4
+
+        pair.plan_next([first])  # planned, but its attach never comes
+        traces += evaluate(negate, third, options, workers=pair)
+        assert pair.spares_taken == 3 and _spare_solutions(pair) == [id(first)]
+        planned = pair.spares[0][1]
+        pair.plan_next(None)
+        traces += evaluate(double, fourth, options, workers=pair)  # fourth's worker starts beside the reference; first's spare is killed
+        assert pair.spares == [] and not planned.alive and pair.spares_taken == 4 and pair.started_workers == 6
+        assert len(list((pair.session.root / "logs").iterdir())) == 6
     assert [t.evaluation.status for t in traces] == [Status.PASSED] * 4, [t.evaluation.log for t in traces]
-    assert spare_pid != planned.process.pid
 
 
 def test_without_a_plan_no_worker_is_started_ahead(tmp_path: Path):
@@ -73,4 +84,4 @@ def test_without_a_plan_no_worker_is_started_ahead(tmp_path: Path):
         assert pair.start_ahead is False  # on a CPU the start-up would compete with timed calls
         pair.plan_next(reference_solution(double))
         evaluate(double, reference_solution(double), options, workers=pair)
-        assert pair.spare is None and pair.started_workers == 2
+        assert pair.spares == [] and pair.started_workers == 2

@@ -41,3 +41,25 @@ def test_every_reference_passes_against_itself_at_its_smallest_workload_on_the_c
     traces = evaluate_jobs(jobs, options)
     failed = [(t.definition, t.evaluation.status.value, t.evaluation.log[:200]) for t in traces if t.evaluation.status != Status.PASSED]
     assert len(traces) == len(problems) and not failed, failed
+
+
+def test_every_router_spreads_its_tokens_over_the_experts_as_a_trained_model_does(problems) -> None:
+    """The generated inputs must route like a load-balanced model: were one expert's share far above
+    1/experts (a score-correction bias as large as the scores did this), a kernel could skip most
+    experts' weights and the grouped GEMMs' bound, which reads every reachable expert, would be wrong."""
+    import torch
+
+    from solbench.data.inputs import generate_inputs
+    from solbench.data.reference import reference_module
+
+    routers = [p for p in problems if p.name.endswith("_moe_router")]
+    assert len(routers) >= 5
+    for problem in routers:
+        workload = choose_workloads(problem, "smallest:1")[0]
+        inputs = generate_inputs(problem, workload, seed=3, device="cpu")
+        weights, indices = reference_module(problem.definition).run(**inputs)
+        experts = next(t.shape[0] for name, t in inputs.items() if name != "hidden_states" and t.dim() == 2)  # the gate's [experts, hidden]
+        counts = torch.bincount(indices.flatten(), minlength=experts)
+        picks = int(counts.sum())
+        assert (counts > 0).sum() >= 0.75 * min(experts, picks), (problem.name, counts.tolist())
+        assert counts.max() <= 4 * picks / experts + 2, (problem.name, counts.max().item(), picks, experts)

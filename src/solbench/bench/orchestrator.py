@@ -97,6 +97,7 @@ class EvaluationRun:
 
     def start(self) -> None:
         with self.phases("start"):
+            self.workers.expect(self.solution)  # its worker starts while the reference worker starts or loads the problem
             self.workers.load_problem(self.problem, self.policy, self.input_profile)
         if self.options.static_analysis:
             self._audit_sources()

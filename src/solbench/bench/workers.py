@@ -3,17 +3,17 @@ untrusted solution worker (spawn, IPC probe, restart, typed requests with the fa
 
 The reference worker is loaded with one problem at a time and can serve several problems in turn
 (`load_problem`); a solution worker belongs to one solution and is never reused for another
-(`attach` starts a fresh one). A caller that knows the next solution says so (`plan_next`): its
-worker process is started as soon as the current one is built, so that the interpreter, torch and
-the CUDA context load while the current solution is evaluated; it runs no code of any solution
-until it is attached to its own.
+(`attach` starts a fresh one). A caller that knows the next solutions says so (`plan_next`): their
+worker processes (up to SPARES_AHEAD) are started as soon as the current one is built, so that the
+interpreter, torch and the CUDA context load while the current solutions are evaluated; each belongs
+to one solution and runs no code of any solution until it is attached to its own.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Sequence, TypeVar
 
 from solbench.bench.ipc import probe_fails
 from solbench.bench.messages import (
@@ -28,6 +28,9 @@ from solbench.data.solution import Solution
 from solbench.data.trace import Status
 
 STARTUP_TIMEOUT_S = 120.0
+# solution workers started ahead: a worker takes ~4 s to start on the H200 (interpreter, torch, CUDA
+# context) and a small problem ~1.5 s to evaluate, so one ahead hides too little of it
+SPARES_AHEAD = 3
 COMMANDS = {model: command for command, model in REQUESTS.items()}
 A = TypeVar("A", bound=Answer)
 
@@ -55,8 +58,9 @@ class WorkerPair:
         self._to_release: dict[str, list[str]] = {"reference": [], "solution": []}
         # start the next solution's worker ahead (plan_next); on a CPU its start-up would compete with the timed calls
         self.start_ahead = device.startswith("cuda")
-        self.upcoming: Solution | None = None
-        self.spare: tuple[Solution, WorkerProcess] | None = None
+        self.spares_ahead = SPARES_AHEAD
+        self.upcoming: list[Solution] = []
+        self.spares: list[tuple[Solution, WorkerProcess]] = []
         self.spares_taken = 0
 
     @classmethod
@@ -95,10 +99,16 @@ class WorkerPair:
         self._start_upcoming()
         return failure
 
-    def plan_next(self, solution: Solution | None) -> None:
-        """The solution that the next attach will be for (None: not known): its worker is started
-        once the current solution is built (where start_ahead is on)."""
-        self.upcoming = solution
+    def plan_next(self, upcoming: Solution | Sequence[Solution] | None) -> None:
+        """The solutions that the next attaches will be for, in order (None: not known): their workers
+        are started once the current solution is built (where start_ahead is on)."""
+        self.upcoming = [] if upcoming is None else [upcoming] if isinstance(upcoming, Solution) else list(upcoming)
+
+    def expect(self, solution: Solution) -> None:
+        """The solution that the next attach is for: where no worker was started ahead for it, one
+        starts now (so that it loads while the reference worker starts or loads the problem)."""
+        if self.start_ahead and not any(planned is solution for planned, _ in self.spares):
+            self.spares.append((solution, self._spawn("solution", solution)))
 
     def restart_solution_worker(self) -> tuple[Status, str] | None:
         self.stop_solution_worker()
@@ -113,7 +123,7 @@ class WorkerPair:
         self._to_release["solution"] = []
 
     def close(self) -> None:
-        self._drop_spare()
+        self._drop_spares()
         for process in (self.worker, self.reference):
             if process is not None:
                 process.close()
@@ -143,28 +153,33 @@ class WorkerPair:
             return self.cache_root.absolute() / f"unkeyed-{self.session.root.name}"
 
     def _start_upcoming(self) -> None:
-        """Start the planned next solution's worker now (it only loads the interpreter, torch and the device context)."""
-        upcoming, self.upcoming = self.upcoming, None
-        if not self.start_ahead or upcoming is None or upcoming is self.solution:
-            return
-        self._drop_spare()
-        self.spare = (upcoming, self._spawn("solution", upcoming))
+        """Start the workers of the planned next solutions now (they only load the interpreter, torch
+        and the device context); spares of solutions no longer planned are killed."""
+        upcoming = [solution for solution in self.upcoming[:self.spares_ahead] if solution is not self.solution] if self.start_ahead else []
+        for planned, process in self.spares:
+            if not any(planned is solution for solution in upcoming):
+                process.kill()
+        self.spares = [(planned, process) for planned, process in self.spares if any(planned is solution for solution in upcoming)]
+        for solution in upcoming:
+            if not any(planned is solution for planned, _ in self.spares):
+                self.spares.append((solution, self._spawn("solution", solution)))
 
     def _take_spare(self, solution: Solution) -> WorkerProcess | None:
-        """The worker started ahead for exactly this solution, if it is still alive; any other spare is killed."""
-        spare, self.spare = self.spare, None
-        if spare is None:
-            return None
-        if spare[0] is solution and spare[1].alive:
-            self.spares_taken += 1
-            return spare[1]
-        spare[1].kill()
+        """The worker started ahead for exactly this solution, if it is still alive (the others are kept for theirs)."""
+        for position, (planned, process) in enumerate(self.spares):
+            if planned is solution:
+                del self.spares[position]
+                if process.alive:
+                    self.spares_taken += 1
+                    return process
+                process.kill()
+                return None
         return None
 
-    def _drop_spare(self) -> None:
-        if self.spare is not None:
-            self.spare[1].kill()
-            self.spare = None
+    def _drop_spares(self) -> None:
+        for _, process in self.spares:
+            process.kill()
+        self.spares = []
 
     def _start_reference(self) -> None:
         assert self.problem_payload is not None, "load_problem first"
@@ -273,7 +288,7 @@ class WorkerPair:
             first = exc.error
         solution_was_running = self.worker is not None
         self.stop_solution_worker()
-        self._drop_spare()  # its device context holds memory too
+        self._drop_spares()  # its device context holds memory too
         try:
             return self._ask_reference_once(request, deadline, answer)
         except WorkerFailed as exc:

@@ -38,8 +38,8 @@ def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, *, executor: str = 
     if executor == "serial":
         with kept_workers(options) as workers:
             for index, job in enumerate(jobs):
-                if workers is not None:  # the next job's solution worker starts while this job is evaluated
-                    workers.plan_next(jobs[index + 1].solution if index + 1 < len(jobs) else None)
+                if workers is not None:  # the next jobs' solution workers start while this job is evaluated
+                    workers.plan_next([later.solution for later in jobs[index + 1:index + 1 + workers.spares_ahead]])
                 evaluate_job(job, options, lambda trace, index=index: collector.add(index, trace), workers=workers)
                 collector.finish(index)
     elif executor == "pool":

@@ -37,8 +37,7 @@ def serve(connection: Connection) -> None:
                 return
             index, job, done = message
             if workers is not None:
-                following = pending[0] if pending else None
-                workers.plan_next(following[1].solution if following is not None else None)
+                workers.plan_next([following[1].solution for following in list(pending)[:workers.spares_ahead]])
             evaluate_job(job, options, noting_lane(name, lambda trace: connection.send(("trace", index, trace))), done, workers=workers)
             connection.send(("done", index))
 

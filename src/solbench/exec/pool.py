@@ -88,11 +88,14 @@ class _LaneSlot:
 
 def run_pool(jobs: list[Job], options: EvalOptions, lanes: list[Lane], collector: Collector, ahead: int | None = None) -> None:
     """Evaluate the jobs on the lanes; every trace goes to the collector as it arrives. `ahead`: jobs
-    sent to a lane beyond the one it evaluates (default: 1 on GPU lanes, 0 on CPU lanes, where a
-    worker starting early would compete for the cores with the job being evaluated)."""
+    sent to a lane beyond the one it evaluates (default: SPARES_AHEAD on GPU lanes, whose solution
+    workers start ahead; 0 on CPU lanes, where a worker starting early would compete for the cores
+    with the job being evaluated)."""
+    from solbench.bench.workers import SPARES_AHEAD
+
     queue: deque[int] = deque(range(len(jobs)))
     attempts = [0] * len(jobs)
-    slots = [_LaneSlot(lane, options, (1 if lane.device.startswith("cuda") else 0) if ahead is None else ahead) for lane in lanes]
+    slots = [_LaneSlot(lane, options, (SPARES_AHEAD if lane.device.startswith("cuda") else 0) if ahead is None else ahead) for lane in lanes]
     try:
         for slot in slots:
             slot.start()

@@ -21,6 +21,10 @@ from solbench.dataset.extract.recipe import HEIGHT, LENGTH, WIDTH
 EXAMPLE = {BATCH: 3, SEQ: 37, KV: 53, PAGES: 5, POOL: 41, HEIGHT: 29, WIDTH: 31, LENGTH: 43}
 UNTRACKED = ("num_batches_tracked",)  # buffers that eval-mode modules never read
 WEIGHT_STD = 0.02
+# state whose default distribution (normal, std 1) would make the problem unlike the model: a router's
+# score-correction bias as large as its sigmoid scores (0..1) sends every token to the same few experts
+# (22 of 256 hit, one of a rank's 32 in EP8), where a trained model's bias keeps the load balanced
+STATE_DISTRIBUTIONS = (("e_score_correction_bias", {"kind": "normal", "mean": 0.0, "std": 0.01}),)
 
 
 @dataclass
@@ -163,7 +167,7 @@ def _var_axes(recipe: Recipe) -> list[str]:
 
 def _input_tensors(recipe: Recipe, model_dtype: str, state: list[tuple[str, Any]], axes: dict) -> list[Tensor]:
     lookup = axis_lookup(axes)
-    given = dict(recipe.state_distributions)
+    given = dict(STATE_DISTRIBUTIONS + recipe.state_distributions)
     found = [Tensor(a.name, list(a.dims), a.dtype or model_dtype, a.distribution, custom=a.custom) for a in recipe.inputs]
     for name, value in state:
         dims = [lookup.get(int(d), int(d)) for d in value.shape]
