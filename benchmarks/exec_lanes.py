@@ -4,19 +4,21 @@ A CPU-bound mix by default: each job is a problem's reference on its smallest wo
 the ten bundled problems whose job takes about the same time on a CPU (10-15 s on 2 cores; the
 embedding, fp8 GEMM and SwiGLU MLP ones take 3-10x longer and would bound the wall time alone),
 correctness only (timing on a CPU spends a fixed time budget per workload, which lanes overlap
-trivially). Prints the CPU time the lanes spent (about 1 core busy per lane shows the mix is CPU-bound,
+trivially). With 10 jobs the last one alone bounds the wall time of 2 lanes by ~1/10 of it:
+`--copies N` queues every job N times (a dataset N times the size with the same cost per job). Prints the CPU time the lanes spent (about 1 core busy per lane shows the mix is CPU-bound,
 so N free cores give close to N times the speed) and the load of the machine before and after (`uptime`): on a shared machine the
 figures are only as good as the cores that were free. The statuses must be the same on every
 lane count; the speed-up is relative to the first lane count.
 
     python benchmarks/exec_lanes.py [--lanes 1,2] [--problems NAME,...|all] [--workloads smallest:1] [--trials 3] [--device cpu]
-                                    [--threads-per-lane N]
+                                    [--threads-per-lane N] [--copies N] [--repeats N]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import time
 
@@ -36,6 +38,8 @@ def main() -> None:
     parser.add_argument("--threads-per-lane", type=int, default=None,
                         help="torch's intra-op threads in every lane (OMP/MKL_NUM_THREADS) for every lane count, so that the "
                              "figure compares lanes, not threads (default: the cores shared out, all of them for one lane)")
+    parser.add_argument("--copies", type=int, default=1, help="queue every job this many times")
+    parser.add_argument("--repeats", type=int, default=1, help="rounds over the lane counts (medians are compared)")
     args = parser.parse_args()
     if args.threads_per_lane is not None:
         import os
@@ -56,25 +60,28 @@ def main() -> None:
         if unknown:
             raise SystemExit(f"--problems: no bundled problem named {', '.join(unknown)}")
         problems = [problem for problem in problems if problem.name in wanted]
-    jobs = [Job(problem, reference_solution(problem), choose_workloads(problem, args.workloads)) for problem in problems]
+    jobs = [Job(problem, reference_solution(problem), choose_workloads(problem, args.workloads)) for problem in problems] * max(1, args.copies)
     options = EvalOptions(device=args.device, trials=args.trials, timing=args.timing, hidden=0, seed=11, static_analysis=False)
     threads = f"{args.threads_per_lane} thread(s) per lane" if args.threads_per_lane else "the cores shared out among the lanes"
     print(f"{len(jobs)} jobs, {sum(len(job.workloads or []) for job in jobs)} workloads; {threads}; {_uptime()}")
     results = []
-    for count in counts:
-        started, cpu_before = time.perf_counter(), _children_cpu_s()
-        traces = evaluate_jobs(jobs, options, executor="pool", lanes=count)
-        wall, cpu = time.perf_counter() - started, _children_cpu_s() - cpu_before
-        statuses = [trace.evaluation.status.value for trace in traces]
-        results.append({"lanes": count, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "statuses": statuses})
-        print(f"{count} lane(s): {wall:.1f} s wall, {cpu:.1f} s CPU of the lanes and their workers ({cpu / wall:.2f} cores busy), "
-              f"{statuses.count('PASSED')} of {len(statuses)} PASSED; {_uptime()}")
-    base = results[0]
-    for result in results[1:]:
-        same = result["statuses"] == base["statuses"]
-        print(f"speed-up {base['lanes']} -> {result['lanes']} lanes: {base['wall_s'] / result['wall_s']:.2f}x; statuses identical: {same}")
-    print(json.dumps({"benchmark": "exec_lanes", "jobs": len(jobs), "results": [{k: v for k, v in r.items() if k != "statuses"} for r in results]}))
-
+    for round_ in range(max(1, args.repeats)):  # lane counts alternate, so that a noisy spell of a shared machine hits them alike
+        for count in counts:
+            started, cpu_before = time.perf_counter(), _children_cpu_s()
+            traces = evaluate_jobs(jobs, options, executor="pool", lanes=count)
+            wall, cpu = time.perf_counter() - started, _children_cpu_s() - cpu_before
+            statuses = [trace.evaluation.status.value for trace in traces]
+            results.append({"lanes": count, "round": round_, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "statuses": statuses})
+            print(f"round {round_ + 1}, {count} lane(s): {wall:.1f} s wall, {cpu:.1f} s CPU of the lanes and their workers "
+                  f"({cpu / wall:.2f} cores busy), {statuses.count('PASSED')} of {len(statuses)} PASSED; {_uptime()}")
+    medians = {count: statistics.median(r["wall_s"] for r in results if r["lanes"] == count) for count in counts}
+    same = all(r["statuses"] == results[0]["statuses"] for r in results)
+    for count in counts[1:]:
+        print(f"speed-up {counts[0]} -> {count} lanes: {medians[counts[0]] / medians[count]:.2f}x (median wall {medians[counts[0]]:.1f} s "
+              f"-> {medians[count]:.1f} s over {max(1, args.repeats)} round(s))")
+    print(f"statuses identical on every lane count and round: {same}")
+    print(json.dumps({"benchmark": "exec_lanes", "jobs": len(jobs), "median_wall_s": medians,
+                      "results": [{k: v for k, v in r.items() if k != "statuses"} for r in results]}))
 
 def _bundled() -> object:
     from pathlib import Path
