@@ -211,6 +211,16 @@ def test_uniform_low_precision_stays_below_high(dtype):
     assert values.float().max().item() < 1
 
 
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_uniform_fp8_stays_below_high_and_covers_the_range(dtype):
+    """fp8 has no comparisons on a CPU: the draw that rounds up to `high` is replaced all the same."""
+    values = draw(dtype, {"kind": "uniform", "low": -2, "high": 2}, size=100000)
+    assert values.dtype == getattr(torch, dtype)
+    widened = values.float()
+    assert widened.max().item() < 2 and widened.min().item() >= -2 and widened.max().item() >= 1.75
+    assert (widened == widened.max()).sum().item() > 100  # the draws that rounded to 2 became the value below it
+
+
 def test_integers_within_a_literal_range():
     values = draw("int32", {"kind": "integers", "low": -2, "high": 3})
     assert values.dtype is torch.int32

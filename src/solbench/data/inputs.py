@@ -129,10 +129,14 @@ def random_tensor(dtype: DType, shape: tuple[int, ...], distribution: Distributi
     if dtype in (DType.float8_e4m3fn, DType.float8_e5m2):
         limit = torch.finfo(target).max
         tensor = tensor.clamp(-limit, limit)
-    tensor = tensor.to(target)
+    narrow = tensor.to(target)
     if kind == "uniform":  # rounding to a narrow dtype can reach `high`, which is exclusive
-        tensor = torch.where(tensor >= params["high"], largest_below(params["high"], target, device), tensor)
-    return tensor
+        if target.itemsize == 1:  # fp8 has no comparisons on a CPU: compare the rounded values widened, replace the bytes
+            reached = narrow.to(work) >= params["high"]
+            below = largest_below(params["high"], target, device).view(torch.uint8)
+            return torch.where(reached, below, narrow.view(torch.uint8)).view(target)
+        narrow = torch.where(narrow >= params["high"], largest_below(params["high"], target, device), narrow)
+    return narrow
 
 
 def largest_below(bound: float, dtype: torch.dtype, device: Any = "cpu") -> torch.Tensor:
