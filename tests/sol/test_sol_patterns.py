@@ -66,6 +66,54 @@ def test_a_sliding_window_keeps_its_band():
     assert result.flops_by_unit["tensor_bf16"] == pytest.approx(2 * 2 * 8 * 1024 * 1024 * 64 * 2 * band, rel=1e-6)
 
 
+def test_logit_softcapping_between_the_scores_and_the_mask_keeps_the_mask_seen():
+    """Gemma-2 caps the scores (tanh(s / 50) * 50) before adding its causal mask: still causal work."""
+    capped = sol("""
+        import torch
+        def run(q, k, v):
+            S = q.shape[-2]
+            scores = torch.tanh((q @ k.transpose(-1, -2)) / 50.0) * 50.0
+            mask = torch.full((S, S), float('-inf'), dtype=q.dtype, device=q.device).triu(1)
+            return torch.softmax(scores + mask, dim=-1) @ v
+    """, QKV, OUT, policy="relaxed")
+    causal = sol(SDPA, QKV, OUT, policy="relaxed")
+    assert capped.flops_by_unit["tensor_bf16"] == pytest.approx(causal.flops_by_unit["tensor_bf16"], rel=1e-3)
+    assert any("a constant mask keeps 0.5" in note for note in capped.notes)
+
+
+WINDOWED_SDPA = """
+    import torch
+    def run(q, k, v):
+        S = q.shape[-2]
+        i = torch.arange(S, device=q.device)
+        keep = (i[None, :] <= i[:, None]) & (i[:, None] - i[None, :] < 128)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+"""
+
+
+def test_sdpa_with_a_constant_mask_is_priced_for_the_pairs_it_keeps():
+    """A sliding window given to SDPA as a mask built from shapes: the band's pairs, not all S x S."""
+    result = sol(WINDOWED_SDPA, QKV, OUT, policy="relaxed")
+    band = sum(min(128, row + 1) for row in range(1024))
+    assert result.flops_by_unit["tensor_bf16"] == pytest.approx(2 * 8 * band * 2 * 64 * 2, rel=1e-3)
+
+
+def test_a_constant_mask_too_large_to_compute_keeps_at_least_one_key_per_query():
+    """At S = 8192 the additive bf16 mask (128 MiB) is not computed for real: its values are unknown, so
+    the bound may only count what any mask must leave, one key per query (never all S x S pairs)."""
+    qkv = {name: ([1, 1, 8192, 16], BF16) for name in ("q", "k", "v")}
+    result = sol("""
+        import torch
+        def run(q, k, v):
+            S = q.shape[-2]
+            scores = q @ k.transpose(-1, -2)
+            mask = torch.full((S, S), float('-inf'), dtype=q.dtype, device=q.device).triu(1)
+            return torch.softmax(scores + mask, dim=-1) @ v
+    """, qkv, {"o": ([1, 1, 8192, 16], BF16)}, policy="relaxed")
+    assert result.flops_by_unit["tensor_bf16"] == pytest.approx(2 * 8192 * 16 * 2, rel=1e-3)
+    assert any("of unknown values" in note and "one key per query" in note for note in result.notes)
+
+
 def test_broadcast_multiply_and_sum_is_a_contraction():
     result = sol("""
         def run(a, b):

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 CONTRACTIONS = {"mm", "bmm", "addmm", "baddbmm", "matmul"}
 SOFTMAXES = {"_softmax", "softmax", "_safe_softmax", "special_softmax", "_log_softmax", "log_softmax"}
 PASS_THROUGH = {"_to_copy", "clone", "contiguous", "view", "_unsafe_view", "reshape", "expand", "mul", "div", "true_divide",
-                "native_dropout", "alias", "detach", "squeeze", "unsqueeze", "permute", "transpose"}
+                "native_dropout", "alias", "detach", "squeeze", "unsqueeze", "permute", "transpose",
+                "tanh"}  # logit softcapping (Gemma-2: tanh(scores / cap) * cap): pairwise, so a masked pair stays masked
 MASKING = {"masked_fill", "add", "where", "sub"}
 MASKED_VALUE = -1e30  # a fill at or below this (or -inf, or half a narrow dtype's lowest value) masks the score out
 
@@ -88,8 +89,9 @@ def _masked_scores(graph: Graph, costs: list[Cost | None], producers: dict[int, 
             if cost is not None:
                 for unit in cost.flops:
                     cost.flops[unit] *= kept
-        notes.append(f"op {node.index} ({node.packet}): a constant mask keeps {kept:.3g} of the scores; the products around it are "
-                     f"priced for the kept pairs only")
+        how = (f"keeps {kept:.3g} of the scores" if kept > least_kept_share(current.shape) else
+               "of unknown values (too large to compute here) keeps at least one key per query")
+        notes.append(f"op {node.index} ({node.packet}): a constant mask {how}; the products around it are priced for the kept pairs only")
     return notes
 
 
@@ -97,31 +99,54 @@ def _kept_fraction(node: OpNode, scores: TensorInfo) -> float | None:
     """The share of score elements a constant mask leaves (None when the op is no such mask)."""
     import torch
 
-    masks = [t for t in node.inputs if t.constant and t.values is not None]
-    if not masks:
+    low = _masking_threshold(scores)
+    if node.packet in ("masked_fill", "where") and not _masks_out(node.args[2] if len(node.args) > 2 else None, low):
+        return None
+    masks = [t for t in node.inputs if t.constant and t is not scores and t.shape and _broadcasts_to(t.shape, scores.shape)]
+    if not masks or (node.packet in ("add", "sub") and not (masks[0].dtype is not None and masks[0].dtype.is_floating)):
         return None
     values = masks[0].values
-    low = _masking_threshold(scores)
+    if values is None:  # too large to have been computed: the least it can keep is one key per query
+        return least_kept_share(scores.shape)
     if node.packet == "masked_fill":
-        if not _masks_out(node.args[2] if len(node.args) > 2 else None, low):
-            return None
         dropped = values.to(torch.bool)
     elif node.packet == "where":
-        if not _masks_out(node.args[2] if len(node.args) > 2 else None, low):
-            return None
         dropped = ~values.to(torch.bool)
-    elif node.packet in ("add", "sub") and values.dtype.is_floating_point:
+    else:
         sign = -1.0 if node.packet == "sub" else 1.0
         dropped = (values.to(torch.float64) * sign) <= max(low, float(torch.finfo(values.dtype).min) / 2)
-    else:
-        return None
-    try:
-        shape = torch.broadcast_shapes(tuple(dropped.shape), tuple(scores.shape))
-    except RuntimeError:
-        return None
-    if shape != tuple(scores.shape):
-        return None  # the mask widens the scores: not a mask of them
     return 1.0 - float(dropped.to(torch.float64).mean())
+
+
+def least_kept_share(scores_shape: tuple) -> float:
+    """The least share of (query, key) pairs a mask of unknown values can keep: one key per query
+    (a query with none has no softmax)."""
+    return 1.0 / max(1, int(scores_shape[-1])) if scores_shape else 1.0
+
+
+def constant_mask_share(mask: TensorInfo, scores_shape: tuple) -> float:
+    """The share of pairs that an attention mask depending on no input keeps (SDPA's convention: a
+    bool mask is True where a key is seen, a float one is added, -inf or the dtype's lowest half masks
+    out); one key per query when its values are not known."""
+    import torch
+
+    if mask.values is None:
+        return least_kept_share(scores_shape)
+    values = mask.values
+    if values.dtype == torch.bool:
+        return float(values.to(torch.float64).mean())
+    low = max(MASKED_VALUE, float(torch.finfo(values.dtype).min) / 2) if values.dtype.is_floating_point else MASKED_VALUE
+    return float((values.to(torch.float64) > low).to(torch.float64).mean())
+
+
+def _broadcasts_to(shape: tuple, target: tuple) -> bool:
+    """Whether a tensor of `shape` broadcasts to exactly `target` (a mask of the scores, not a widening)."""
+    import torch
+
+    try:
+        return tuple(torch.broadcast_shapes(tuple(shape), tuple(target))) == tuple(target)
+    except RuntimeError:
+        return False
 
 
 def _masks_out(fill: object, low: float) -> bool:

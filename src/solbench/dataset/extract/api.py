@@ -119,7 +119,7 @@ def _class_name(model: ModelConfig, recipe: Recipe) -> str:
     from solbench.dataset.extract.capture import transformers_config
 
     with torch.device("meta"):
-        module = recipe.build(FAMILIES[model.family].transformers_module(), transformers_config(model, tiny=True))
+        module = recipe.build(FAMILIES[model.family].transformers_module(), transformers_config(model))  # meta: no memory
     return type(module).__name__
 
 

@@ -53,13 +53,14 @@ class Captured:
 
 def transformers_config(model: ModelConfig, tiny: bool = False) -> Any:
     """The transformers config of the model (or of its shrunk twin), set up for graph capture:
-    SDPA attention and the grouped-GEMM experts (the eager experts loop over data-dependent hits)."""
+    SDPA attention unless the family asks for another (Gemma-2: eager, the only path with its logit softcapping)
+    and the grouped-GEMM experts (the eager experts loop over data-dependent hits)."""
     import transformers
 
     family = FAMILIES[model.family]
     values = {**model.values, **(model.tiny if tiny else {})}
     config = getattr(transformers, family.config_class)(**values)
-    config._attn_implementation = "sdpa"
+    config._attn_implementation = family.attn_implementation
     config._experts_implementation = "grouped_mm"
     return config
 

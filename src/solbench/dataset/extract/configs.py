@@ -75,6 +75,13 @@ MODELS: dict[str, ModelConfig] = {m.name: m for m in [
     }, tiny={"hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 32, "n_routed_experts": 16,
              "num_experts_per_tok": 2, "n_group": 2, "topk_group": 1, "num_attention_heads": 4, "num_key_value_heads": 4,
              "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16}),
+    ModelConfig("gemma2_27b", "Gemma-2-27B", "google/gemma-2-27b", "gemma2", {
+        "hidden_size": 4608, "intermediate_size": 36864, "num_hidden_layers": 46, "num_attention_heads": 32,
+        "num_key_value_heads": 16, "head_dim": 128, "query_pre_attn_scalar": 144, "sliding_window": 4096,
+        "hidden_activation": "gelu_pytorch_tanh", "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0, "max_position_embeddings": 8192,
+        "vocab_size": 256000, "attention_bias": False,
+    }, tiny={**_LLAMA_TINY, "query_pre_attn_scalar": 16, "sliding_window": 8}),
     ModelConfig("gemma3_27b", "Gemma-3-27B", "google/gemma-3-27b-it", "gemma3", {
         "hidden_size": 5376, "intermediate_size": 21504, "num_hidden_layers": 62, "num_attention_heads": 32,
         "num_key_value_heads": 16, "head_dim": 128, "query_pre_attn_scalar": 168, "sliding_window": 1024,

@@ -15,6 +15,7 @@ from solbench.dataset.extract.decode import decode_recipes
 from solbench.dataset.extract.conv import convnext_family, resnet_family, vqgan_family
 from solbench.dataset.extract.encoders import vit_family, whisper_family
 from solbench.dataset.extract.expert_parallel import ep_recipe
+from solbench.dataset.extract.gemma2 import gemma2_family
 from solbench.dataset.extract.moe_parts import moe_part_recipes
 from solbench.dataset.extract.ssm import mamba2_family
 from solbench.dataset.extract.recipe import BATCH, KV, PAGES, POOL, POSITIONS, SEQ, UNIT, VAR_AXES, Act, Family, Recipe
@@ -178,6 +179,7 @@ FAMILIES: dict[str, Family] = {
     "qwen3_moe": _decoder_family("Qwen3Moe", "qwen3_moe", "Qwen3MoeConfig", mlp=False, moe="Qwen3MoeSparseMoeBlock", qk_norm=True),
     "mixtral": _decoder_family("Mixtral", "mixtral", "MixtralConfig", mlp=False, moe="MixtralSparseMoeBlock"),
     "deepseek_v3": _deepseek(),
+    "gemma2": gemma2_family(),
     "gemma3": _gemma(),
     "vit": vit_family(),
     "whisper": whisper_family(),
@@ -186,9 +188,10 @@ FAMILIES: dict[str, Family] = {
     "resnet": resnet_family(),
     "chameleon": vqgan_family(),
 }
-FAMILIES["deepseek_v3"].recipes["moe_ep8"] = ep_recipe("DeepseekV3TopkRouter", "DeepseekV3Experts", "n_routed_experts", 8, (
-    "the full router (sigmoid scores with the score-correction bias, group-limited top-k over all routed experts, noaux_tc, "
-    "weights scaled by routed_scaling_factor)"), " The shared expert is dropped (it runs elsewhere).")
+for _ep in (8, 32):  # 32: the expert parallelism of DeepSeek-V3's prefill deployment (8 routed experts a GPU)
+    FAMILIES["deepseek_v3"].recipes[f"moe_ep{_ep}"] = ep_recipe("DeepseekV3TopkRouter", "DeepseekV3Experts", "n_routed_experts", _ep, (
+        "the full router (sigmoid scores with the score-correction bias, group-limited top-k over all routed experts, noaux_tc, "
+        "weights scaled by routed_scaling_factor)"), " The shared expert is dropped (it runs elsewhere).")
 FAMILIES["deepseek_v3"].recipes.update(moe_part_recipes("DeepseekV3TopkRouter", "DeepseekV3Experts", (
     "sigmoid scores with the score-correction bias, group-limited top-k over the routed experts, weights scaled by routed_scaling_factor")))
 FAMILIES["mixtral"].recipes.update(moe_part_recipes("MixtralTopKRouter", "MixtralExperts", "softmax over the experts, top-2, renormalised"))

@@ -55,6 +55,7 @@ class Family:
     config_class: str
     axes: Callable[[Any], dict[str, int | tuple[str, int]]]  # const axes, then derived ones (name -> (expression, value))
     recipes: dict[str, Recipe] = field(default_factory=dict)
+    attn_implementation: str = "sdpa"  # the config's _attn_implementation in a capture ("eager" where SDPA drops a step)
 
     def transformers_module(self) -> Any:
         return importlib.import_module(f"transformers.models.{self.modeling}.modeling_{self.modeling}")

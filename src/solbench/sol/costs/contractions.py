@@ -189,6 +189,14 @@ def _attention(node: OpNode) -> Cost:
         s_q, d, s_k, d_v = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
         q_heads, kv_heads = prod(q.shape[:-2]), prod(k.shape[:-2])
     pairs = causal_pairs(s_q, s_k) if causal else s_q * s_k
+    mask = node.args[mask_index] if mask_index is not None and len(node.args) > mask_index else node.kwargs.get("attn_mask")
+    mask_note = ""
+    if isinstance(mask, TensorInfo) and mask.constant:  # built from shapes only (a sliding window): the pairs it keeps
+        from solbench.sol.patterns import constant_mask_share
+
+        share = constant_mask_share(mask, (s_q, s_k))
+        pairs = max(s_q, min(pairs, round(s_q * s_k * share)))
+        mask_note = f" (constant mask keeps {share:.3g})" if mask.values is not None else " (constant mask of unknown values: one key per query)"
     scores = q_heads * pairs
     out = node.outputs[0]
     cost = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs if t.numel > 0])
@@ -196,8 +204,8 @@ def _attention(node: OpNode) -> Cost:
     cost.flops[vector_unit(None)] += 4.0 * scores  # scale, running max, subtract, sum
     cost.flops["sfu"] += scores  # exp
     cost.einsum = "bhqd,bhkd,bhkv->bhqv" + (" (causal)" if causal else "")
-    if mask_index is not None and len(node.args) > mask_index and isinstance(node.args[mask_index], TensorInfo):
-        cost.einsum += " (masked)"
+    if isinstance(mask, TensorInfo):
+        cost.einsum += mask_note or " (masked)"
     group = max(1, q_heads // max(1, kv_heads))
     (q_bytes, q_element), (k_bytes, k_element), (v_bytes, _) = operand_bytes(q), operand_bytes(k), operand_bytes(v)
     cost.contraction = Contraction("attention", kv_heads, s_q * group, d_v, s_k, q_bytes, k_bytes, out.unique_bytes,
