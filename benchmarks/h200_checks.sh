@@ -56,9 +56,9 @@ for name in "${steps[@]}"; do
         --workloads "$VERIFY_WORKLOADS" --compile-mode "$VERIFY_COMPILE" --budget "$VERIFY_BUDGET" -o "$OUT/verify-synthetic.jsonl" ;;
     self-check) step self-check 560 python3 benchmarks/reference_self_check.py tests/fixtures/sol_execbench_layout $(ls -d $SYNTHETIC/$SELF_CHECK_SUBSET) \
         --seeds $SELF_CHECK_SEEDS --no-timing --workloads "$SELF_CHECK_WORKLOADS" --out "$OUT/self-check" ;;
-    throughput) step throughput 100 python3 benchmarks/eval_throughput.py --device cuda --workloads smallest:2 --hidden 1 ;;
-    throughput-reuse) step throughput-reuse 100 python3 benchmarks/eval_throughput.py --device cuda --workloads smallest:2 --hidden 1 --reuse-reference ;;
-    throughput-no-ahead) step throughput-no-ahead 100 python3 benchmarks/eval_throughput.py --device cuda --workloads smallest:2 --hidden 1 --reuse-reference --no-start-ahead ;;
+    throughput) step throughput 300 python3 benchmarks/eval_throughput.py --device cuda --workloads smallest:2 --hidden 1 ;;
+    throughput-reuse) step throughput-reuse 300 python3 benchmarks/eval_throughput.py --device cuda --workloads smallest:2 --hidden 1 --reuse-reference ;;
+    throughput-no-ahead) step throughput-no-ahead 300 python3 benchmarks/eval_throughput.py --device cuda --workloads smallest:2 --hidden 1 --reuse-reference --no-start-ahead ;;
     run-bundled) step run-bundled "$RUN_LIMIT" python3 -m solbench.cli run $RUN_PROBLEMS --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" \
         --run-dir "$OUT/run-bundled" --baselines "$OUT/baselines" ;;
     run-models) step run-models "$RUN_LIMIT" python3 -m solbench.cli run solbench:models --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" \
