@@ -8,15 +8,18 @@ import torch
 
 from solbench.data.loaders import load_problems
 from solbench.dataset.extract.api import build_problem
-from solbench.dataset.extract.capture import build_module, transformers_config
+from solbench.dataset.extract.capture import UNTRACKED, build_module, transformers_config
 from solbench.dataset.extract.configs import MODELS
 from solbench.dataset.extract.modules import FAMILIES
 from solbench.dataset.extract.writer import write_problem
 
 
-def module_state(module) -> list:
-    """What the fake build's state_of gives: parameters, then the buffers the module reads."""
-    return list(module.named_parameters()) + [(n, b) for n, b in module.named_buffers() if not n.endswith("num_batches_tracked")]
+def module_state(module, inlined: bool = False) -> list:
+    """The reference's weight inputs as the capture's state_of gives them: parameters, then the buffers
+    the module reads; inlined (a recipe built for real, e.g. rotary embeddings): its buffers are
+    constants of the reference, not inputs."""
+    buffers = [] if inlined else [(n, b) for n, b in module.named_buffers() if not n.endswith(UNTRACKED)]
+    return list(module.named_parameters()) + buffers
 
 
 def tiny_problem(tmp_path: Path, model_name: str, module: str, backward: bool = False):
@@ -32,7 +35,7 @@ def tiny_problem(tmp_path: Path, model_name: str, module: str, backward: bool = 
     real = build_module(model, recipe, "float32", config, "cpu")
     torch.manual_seed(0)
     with torch.no_grad():
-        for name_, p in module_state(real):
+        for name_, p in module_state(real, inlined=recipe.real):
             if name_.endswith("running_var"):
                 p.copy_(torch.rand_like(p) + 0.5)
             else:

@@ -9,13 +9,10 @@ import pytest
 transformers = pytest.importorskip("transformers")
 import torch  # noqa: E402
 
-from solbench.data.loaders import load_problems  # noqa: E402
 from solbench.data.reference import reference_module  # noqa: E402
-from solbench.dataset.extract.api import build_problem  # noqa: E402
-from solbench.dataset.extract.capture import build_module, state_of, transformers_config  # noqa: E402
-from solbench.dataset.extract.configs import MODELS  # noqa: E402
 from solbench.dataset.extract.modules import FAMILIES  # noqa: E402
-from solbench.dataset.extract.writer import write_problem  # noqa: E402
+
+from extract_testkit import module_state, tiny_problem  # noqa: E402
 
 BATCH, SEQ = 2, 12
 
@@ -33,21 +30,9 @@ def _inputs(recipe, config, axes):
 
 
 def _check(tmp_path: Path, model_name: str, module: str, backward: bool = False, atol: float = 1e-5):
-    torch.manual_seed(0)
-    model = MODELS[model_name]
-    recipe = FAMILIES[model.family].recipes[module]
-    name = f"tiny_{model_name}_{module}" + ("_backward" if backward else "")
-    definition, lines = build_problem(model, recipe, backward, name, dtype="float32", tiny=True)
-    write_problem(tmp_path / name, definition, lines)
-    [problem] = load_problems([tmp_path / name])
+    model, recipe, problem, real, config = tiny_problem(tmp_path, model_name, module, backward)
     run = reference_module(problem.definition).run
-
-    config = transformers_config(model, tiny=True)
-    real = build_module(model, recipe, "float32", config, "cpu")
-    state = state_of(real)
-    with torch.no_grad():
-        for _, p in state:
-            p.copy_(torch.randn_like(p) * 0.2 + (1.0 if p.dim() == 1 else 0.0))
+    state = module_state(real, inlined=recipe.real)
     acts = _inputs(recipe, config, FAMILIES[model.family].axes(config))
     tm = FAMILIES[model.family].transformers_module()
     weights = [p.detach().clone() for _, p in state]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solbench.dataset.extract.configs import ModelConfig
+from solbench.dataset.source_snippets import NVFP4_DECODE
 
 NAMESPACE = uuid.UUID("5d1f7a3e-2b8c-4e69-a0d4-93c7be61f208")
 TOKENS = (1, 16, 128, 512, 1024, 2048, 4096, 8192)
@@ -108,26 +109,11 @@ def run(a, a_scale, b, b_scale):
     return (a32 @ b32.view(n, cols).t()).to(torch.bfloat16)
 '''
 
-NVFP4_REFERENCE = '''import torch
-
-# the 16 e2m1 codes: sign bit 3, then the magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6
-E2M1_VALUES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
-GROUP = 16
-
-
-def decode(packed, scales):
-    """[rows, K / 2] packed codes (low nibble first) and [rows, K / 16] e4m3 scales -> [rows, K] fp32."""
-    table = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=packed.device)
-    codes = packed.view(torch.uint8)
-    nibbles = torch.stack((codes & 0xF, codes >> 4), dim=-1).flatten(-2)
-    values = table[nibbles.long()]
-    rows, cols = values.shape
-    return (values.view(rows, cols // GROUP, GROUP) * scales.to(torch.float32).unsqueeze(-1)).view(rows, cols)
-
+NVFP4_REFERENCE = "import torch\n" + NVFP4_DECODE + '''
 
 def run(a, a_scale, b, b_scale, global_scale):
     """{doc}"""
-    return (global_scale * (decode(a, a_scale) @ decode(b, b_scale).t())).to(torch.bfloat16)
+    return (global_scale * (dequant_nvfp4(a, a_scale) @ dequant_nvfp4(b, b_scale).t())).to(torch.bfloat16)
 '''
 
 

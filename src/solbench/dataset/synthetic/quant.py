@@ -9,6 +9,7 @@ import math
 
 from solbench.dataset.synthetic.core import BATCH, SEQ, SHORT, TOKENS, VAR, Spec, custom, mnk_spec, model_spec, out, rows_spec, scalar, t
 from solbench.dataset.synthetic.models import DEEPSEEK_V3, LLAMA3_70B, LLAMA3_8B, MIXTRAL, QWEN2_7B, Model
+from solbench.dataset.source_snippets import NVFP4_DECODE as NVFP4
 from solbench.dataset.synthetic.snippets import DISTINCT_TOPK, MOE_EXPERTS, RMS_NORM, SILU_AND_MUL
 
 FP8 = "float8_e4m3fn"
@@ -19,21 +20,6 @@ def dequant_blocks(q, scales, rows, cols):
     scales = scales.to(torch.float32).repeat_interleave(rows, dim=-2).repeat_interleave(cols, dim=-1)
     return q.to(torch.float32) * scales[..., : q.shape[-2], : q.shape[-1]]
 """
-
-# nvfp4: each byte packs two e2m1 codes (low nibble first); each run of 16 values shares an fp8 scale.
-NVFP4 = """
-E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
-
-
-def dequant_nvfp4(packed, scales):
-    table = torch.tensor(E2M1, dtype=torch.float32, device=packed.device)
-    raw = packed.view(torch.uint8)
-    codes = torch.stack((raw & 0xF, raw >> 4), dim=-1).flatten(-2)
-    values = table[codes.long()]
-    rows, cols = values.shape
-    return (values.view(rows, cols // 16, 16) * scales.to(torch.float32)[..., None]).view(rows, cols)
-"""
-
 
 BLOCK_AXES = {"K_blocks": "K // 128", "N_blocks": "N // 128"}
 BLOCK_CHECKS = {"constraints": ["K % 128 == 0", "N % 128 == 0"], "valid": lambda axes: axes["N"] % 128 == 0 and axes["K"] % 128 == 0}
