@@ -82,6 +82,6 @@ def test_without_a_plan_no_worker_is_started_ahead(tmp_path: Path):
     options = EvalOptions(device="cpu", trials=1, hidden=0, budget_s=0.2, min_iterations=2, max_iterations=5, cache_root=tmp_path)
     with WorkerPair.for_options("cpu", options) as pair:
         assert pair.start_ahead is False  # on a CPU the start-up would compete with timed calls
-        pair.plan_next(reference_solution(double))
+        pair.plan_next([reference_solution(double)])
         evaluate(double, reference_solution(double), options, workers=pair)
         assert pair.spares == [] and pair.started_workers == 2

@@ -99,10 +99,10 @@ class WorkerPair:
         self._start_upcoming()
         return failure
 
-    def plan_next(self, upcoming: Solution | Sequence[Solution] | None) -> None:
+    def plan_next(self, upcoming: Sequence[Solution] | None) -> None:
         """The solutions that the next attaches will be for, in order (None: not known): their workers
         are started once the current solution is built (where start_ahead is on)."""
-        self.upcoming = [] if upcoming is None else [upcoming] if isinstance(upcoming, Solution) else list(upcoming)
+        self.upcoming = list(upcoming or ())
 
     def expect(self, solution: Solution) -> None:
         """The solution that the next attach is for: where no worker was started ahead for it, one
