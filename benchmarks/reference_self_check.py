@@ -1,6 +1,7 @@
 """Every reference of a dataset against itself, under several seeds: `solbench run` once per seed,
 then one table of what did not pass (a reference that fails its own check is a bug in solbench
-unless its trace explains the reference's non-determinism).
+unless its trace explains the reference's non-determinism: the evaluator runs a reference that was
+missed a second time, and notes `reference-nondeterministic` where its two results disagree).
 
     python3 benchmarks/reference_self_check.py DATASET... [--seeds 1 2] [--out DIR] [--no-timing]
                                                [--workloads all|smallest:N]
@@ -45,16 +46,20 @@ def main() -> int:
         statuses = Counter(t.evaluation.status.value for t in traces)
         problems = {t.definition for t in traces}
         refused = [line for line in done.stdout.splitlines() if line.startswith("refused: ")]
+        nondeterministic = [f"{t.definition} / {t.workload.uuid[:12]}" for t in traces if "note [reference-nondeterministic]" in t.evaluation.log]
         for trace in traces:
             if trace.evaluation.status.value != "PASSED":
                 first = next((line for line in trace.evaluation.log.splitlines() if line.strip()), "")
                 failures.append((seed, trace.definition, trace.workload.uuid, trace.evaluation.status.value, first[:160]))
         report["seeds"][str(seed)] = {"exit_code": done.returncode, "wall_s": round(wall, 1), "problems": len(problems), "workloads": len(traces),
-                                      "statuses": dict(statuses), "refused": refused, "s_per_workload": round(wall / max(1, len(traces)), 3)}
+                                      "statuses": dict(statuses), "refused": refused, "s_per_workload": round(wall / max(1, len(traces)), 3),
+                                      "reference_nondeterministic": nondeterministic}
         print(f"seed {seed}: {len(problems)} problems, {len(traces)} workloads, {dict(statuses)}, {len(refused)} refused, "
               f"{wall:.0f} s wall ({wall / max(1, len(traces)):.2f} s per workload), exit code {done.returncode}", flush=True)
         for line in refused:
             print(f"  {line}")
+        if nondeterministic:  # explained by the trace: run twice on the same inputs, the reference disagreed with itself
+            print(f"  reference non-deterministic beyond the tolerance (the trace says so): {', '.join(nondeterministic)}")
         if done.returncode not in (0, 1):
             print(done.stderr[-2000:])
     for seed, problem, workload, status, line in failures:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from solbench.bench.orchestrator import HIDDEN_PREFIX, EvalOptions, evaluate
+from solbench.bench.orchestrator import HIDDEN_PREFIX, EvalOptions, evaluate, reference_solution
 from solbench.data.inline import inline_problem, inline_solution
 from solbench.data.trace import Status
 
@@ -81,6 +81,21 @@ def test_triton_solution_builds_and_passes(tmp_path: Path):
     performance = traces[0].evaluation.performance
     assert performance.timing_method == "cupti" and performance.latency_ms > 0
     assert performance.sol_ms is not None and performance.latency_ms >= performance.sol_ms
+
+
+def test_the_first_workloads_bound_priced_during_start_up_is_the_bound(tmp_path: Path):
+    """The first workload's T_SOL is priced in a thread while the workers start: it is the same
+    figure as the analysis gives on its own, and so is the next workload's (priced as before)."""
+    from solbench.sol.api import sol_time_ms
+    from solbench.sol.calibrate import spec_for_run
+
+    traces = evaluate(ADD, reference_solution(ADD), _options(tmp_path, hidden=0))
+    spec = spec_for_run(None, "cuda")
+    for trace in traces:
+        assert trace.evaluation.status == Status.PASSED, trace.evaluation.log
+        expected = sol_time_ms(ADD, trace.workload, spec, EvalOptions().policy)
+        assert trace.evaluation.performance.sol_ms == pytest.approx(expected, rel=1e-12), trace.workload.uuid
+    assert traces[0].evaluation.performance.sol_ms > traces[1].evaluation.performance.sol_ms  # N = 4 Mi, then 12345
 
 
 HOST_GAP_ADD = """
