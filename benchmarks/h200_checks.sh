@@ -4,7 +4,7 @@
 #   run on the GPU machine from the repository root, after installing the wheels (see README):
 #   bash benchmarks/h200_checks.sh [STEP...]   steps: gate gpu-tests gpu-other corpus legit overhead overhead-ungated ncu-gemm ncu-memory
 #        synthetic tightness verify-bundled verify-synthetic self-check
-#        throughput throughput-reuse throughput-no-ahead run-bundled run-models run-examples
+#        throughput throughput-reuse throughput-no-ahead run-bundled run-models run-examples survey
 #   SYNTHETIC (default /tmp/syn): where the synthetic dataset is written; VERIFY_SUBSET: problem folders of it to verify
 #   (a glob under $SYNTHETIC, default all; SELF_CHECK_SUBSET likewise); VERIFY_WORKLOADS (default spread:2); VERIFY_COMPILE (default: default;
 #   none: eager only); VERIFY_BUDGET (s per workload and candidate, default 1); VERIFY_LIMIT (s per verify step, default 560);
@@ -65,6 +65,7 @@ for name in "${steps[@]}"; do
         --run-dir "$OUT/run-models" --baselines "$OUT/baselines" ;;
     run-examples) step run-examples 120 python3 -m solbench.cli run src/solbench/dataset/problems/silu_and_mul_llama3_8b --solutions examples \
         --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" --run-dir "$OUT/run-examples" --baselines "$OUT/baselines" ;;
+    survey) step survey 560 python3 tests/exploits/survey.py --device cuda --parallel 6 --json "$OUT/survey.json" ;;  # issue 12: what each corpus sample gets
     ncu-memory) step ncu-memory 560 python3 benchmarks/timing_vs_ncu.py --kinds memory --json "$OUT/ncu-memory.json" ;;
     *) echo "unknown step $name" >&2; exit 2 ;;
   esac
