@@ -406,6 +406,33 @@ def test_custom_generator_is_seeded():
     assert not torch.equal(first["x"], other_trial["x"])
 
 
+@pytest.mark.parametrize("making, draws", [
+    ("torch.randint(0, N, (M,), device=device, dtype=torch.int32)", True),
+    ("torch.from_numpy(numpy.random.randint(0, N, M).astype('int32'))", True),
+    ("torch.tensor([random.randrange(N) for _ in range(M)], dtype=torch.int32)", True),
+    ("torch.arange(M, dtype=torch.int32) % N", False),
+])
+def test_whether_the_custom_generator_draws_at_random(making, draws):
+    """custom_entry_draws sees a draw from torch's, numpy's or Python's generator, and leaves theirs as they were."""
+    import random
+
+    import numpy
+
+    from solbench.data.inputs import custom_entry_draws
+
+    reference = ("import random\nimport numpy\nimport torch\n\ndef run(x, lengths, scale):\n    return x\n\n"
+                 "def make_inputs(axes, device):\n    M, N = axes['M'], axes['N']\n"
+                 f"    return {{'x': torch.zeros(M, N), 'lengths': {making}}}\n")
+    problem, workload = custom_problem(reference, name="custom_draws")
+    random.seed(3)
+    numpy.random.seed(3)
+    expected = (random.random(), numpy.random.rand())
+    random.seed(3)
+    numpy.random.seed(3)
+    assert custom_entry_draws(problem, workload) is draws
+    assert (random.random(), numpy.random.rand()) == expected
+
+
 def test_custom_generator_gets_every_axis_and_runs_once_per_call():
     problem, workload = custom_problem()
     calls = reference_module(problem.definition).CALLS

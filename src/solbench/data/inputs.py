@@ -204,6 +204,30 @@ def _custom(problem: Problem, workload: Workload, axes: dict[str, int], seed: in
     return made
 
 
+def custom_entry_draws(problem: Problem, workload: Workload) -> bool:
+    """Whether the custom entry point draws from a random generator (torch's, numpy's or Python's) when
+    it makes this workload's inputs: called once on the CPU, the generators' states compared around it."""
+    import random
+
+    import numpy
+    import torch
+
+    function = getattr(reference_module(problem.definition), problem.definition.custom_inputs_entrypoint)
+    python_state, numpy_state = random.getstate(), numpy.random.get_state()
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            torch_state = torch.random.get_rng_state()
+            _call_entry(function, dict(problem.axes(workload)), torch.device("cpu"))
+            drew_torch = not torch.equal(torch_state, torch.random.get_rng_state())
+        numpy_after = numpy.random.get_state()
+        drew_numpy = not all((a == b).all() if isinstance(a, numpy.ndarray) else a == b for a, b in zip(numpy_state, numpy_after))
+        return drew_torch or drew_numpy or random.getstate() != python_state
+    finally:  # the caller's generators as they were
+        random.setstate(python_state)
+        numpy.random.set_state(numpy_state)
+
+
 def _call_entry(function: Any, axes: dict[str, int], device: torch.device) -> Any:
     import inspect
 

@@ -25,7 +25,7 @@ from typing import Any
 from solbench.sol.graph import Graph
 from solbench.sol.tracing import CaptureError, record, scalar_value
 from solbench.data.dtypes import storage_shape
-from solbench.data.inputs import generate_inputs
+from solbench.data.inputs import custom_entry_draws, generate_inputs
 from solbench.data.problem import Problem
 from solbench.data.reference import reference_module
 from solbench.data.workload import CustomInput, RandomInput, SafetensorsInput, ScalarInput, Workload
@@ -60,6 +60,8 @@ class Captures:
         for made in self.symbolic:
             if made.key == key and made.fits(axes):
                 return made.concretize(axes)
+        if self.concrete_only is None and not self.symbolic and seed_independent(self.problem, workload):
+            self.concrete_only = "no symbolic capture: inputs drawn the same at every seed shape the work by their values"
         if self.concrete_only is None and len(self.symbolic) < MAX_SYMBOLIC:
             try:
                 made = capture_symbolic(self.problem, workload, self.decompose)
@@ -102,16 +104,20 @@ class Captures:
 
 def capture_concrete(problem: Problem, workload: Workload, decompose: Any = None) -> Graph:
     """Passes 2 and 3 of the module docstring for one workload."""
-    import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     run = reference_module(problem.definition).run
     axes = problem.axes(workload)
     real = _real_inputs(problem, workload, axes)
+    fixed = seed_independent(problem, workload, real)
     try:
         with FakeTensorMode(allow_non_fake_inputs=True) as mode:
             arguments = _arguments(problem, workload, axes, mode, real)
-            return record(run, arguments, problem, decompose, mode, "fake")
+            graph = record(run, arguments, problem, decompose, mode, "fake", fixed=fixed)
+            if fixed:
+                graph.notes.append(f"input(s) {', '.join(sorted(fixed))} drawn the same at every seed (a custom entry point without "
+                                   "random draws): constants of the workload, their values known")
+            return graph
     except CaptureError:
         raise
     except Exception as exc:  # noqa: BLE001 - the last resort below says why
@@ -145,6 +151,23 @@ def _real_inputs(problem: Problem, workload: Workload, axes: dict[str, int]) -> 
         if size > REAL_INPUT_BYTES:
             return {}
     return generate_inputs(problem, workload, seed=0, device="cpu", only=wanted) if wanted else {}
+
+
+def seed_independent(problem: Problem, workload: Workload, real: dict[str, Any] | None = None) -> set[str]:
+    """The custom inputs (made real here) that the problem's entry point makes the same at every seed
+    (no random draw: lengths in fixed ratios, a table of the axes): an entry point that draws from no
+    random generator, whose inputs drawn at two seeds are equal.
+    Their values are then constants of the workload, which a bound may use (the mask they build)."""
+    import torch
+
+    if real is None:
+        real = _real_inputs(problem, workload, problem.axes(workload))
+    custom = {name for name in real if isinstance(workload.inputs[name], CustomInput)}
+    if not custom or custom_entry_draws(problem, workload):
+        return set()
+    again = generate_inputs(problem, workload, seed=1, device="cpu", only=custom)
+    return {name for name in custom if isinstance(real[name], torch.Tensor) and isinstance(again.get(name), torch.Tensor)
+            and real[name].dtype == again[name].dtype and real[name].shape == again[name].shape and torch.equal(real[name], again[name])}
 
 
 def _arguments(problem: Problem, workload: Workload, axes: dict[str, int], mode: Any, real: dict[str, Any]) -> dict[str, Any]:

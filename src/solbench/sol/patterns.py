@@ -37,6 +37,7 @@ MASKED_VALUE = -1e30  # a fill at or below this (or -inf, or half a narrow dtype
 def adjust(graph: Graph, costs: list[Cost | None]) -> list[str]:
     producers, consumers = _links(graph)
     notes = _masked_scores(graph, costs, producers, consumers)
+    notes += _masked_attention_backward(graph, costs)
     notes += _broadcast_contractions(graph, costs, producers, consumers)
     return notes
 
@@ -57,6 +58,7 @@ def _links(graph: Graph) -> tuple[dict[int, OpNode], dict[int, list[OpNode]]]:
 
 def _masked_scores(graph: Graph, costs: list[Cost | None], producers: dict[int, OpNode], consumers: dict[int, list[OpNode]]) -> list[str]:
     notes = []
+    scaled_once: set[int] = set()
     for node in graph.nodes:
         if node.packet not in SOFTMAXES or not node.inputs:
             continue
@@ -83,15 +85,19 @@ def _masked_scores(graph: Graph, costs: list[Cost | None], producers: dict[int, 
         if kept is None or scores_product is None or kept >= 1.0:
             continue
         value_product = _consumer_product(node, consumers)
-        scaled = [scores_product, *chain, node] + ([value_product] if value_product is not None else [])
-        for op in scaled:
-            cost = costs[op.index]
+        around = [scores_product, *chain, node] + ([value_product] if value_product is not None else [])
+        region = _scores_region(node, current.shape, around, producers, consumers)
+        for index in sorted(region - scaled_once):
+            cost = costs[index]
             if cost is not None:
                 for unit in cost.flops:
                     cost.flops[unit] *= kept
+        scaled_once |= region
         how = (f"keeps {kept:.3g} of the scores" if kept > least_kept_share(current.shape) else
                "of unknown values (too large to compute here) keeps at least one key per query")
-        notes.append(f"op {node.index} ({node.packet}): a constant mask {how}; the products around it are priced for the kept pairs only")
+        backward = len(region) - len(set(op.index for op in around))
+        also = f", and {backward} more op(s) on tensors of the scores' shape joined to them (the backward's)" if backward > 0 else ""
+        notes.append(f"op {node.index} ({node.packet}): a constant mask {how}; the products around it{also} are priced for the kept pairs only")
     return notes
 
 
@@ -167,6 +173,80 @@ def _masking_threshold(scores: TensorInfo) -> float:
     if scores.dtype is not None and scores.dtype.is_floating and scores.dtype.bits >= 16:
         return max(MASKED_VALUE, float(torch.finfo(scores.dtype.torch_dtype()).min) / 2)
     return MASKED_VALUE
+
+
+def _masked_attention_backward(graph: Graph, costs: list[Cost | None]) -> list[str]:
+    """An attention backward op (the gradient of SDPA) whose forward was given a constant mask: the mask
+    it receives is the forward's converted inside SDPA (bool to additive, not recorded), so it is not
+    seen as constant; the forward with the same queries, keys and values says which pairs it keeps."""
+    from solbench.sol.costs.contractions import ATTENTION_BACKWARD, ATTENTION_OPS, causal_pairs
+    from solbench.sol.graph import TensorInfo
+
+    forwards = {}
+    for node in graph.nodes:
+        if node.packet in ATTENTION_OPS and len(node.args) >= 3 and all(isinstance(a, TensorInfo) for a in node.args[:3]):
+            _, mask_index = ATTENTION_OPS[node.packet]
+            mask = node.args[mask_index] if mask_index is not None and len(node.args) > mask_index else node.kwargs.get("attn_mask")
+            if isinstance(mask, TensorInfo) and mask.constant:
+                forwards[tuple(a.id for a in node.args[:3])] = mask
+    notes = []
+    for node in graph.nodes:
+        cost = costs[node.index]
+        if node.packet not in ATTENTION_BACKWARD or cost is None or len(node.args) < 4 or "constant mask" in (cost.einsum or ""):
+            continue
+        q, k, v = node.args[1:4]
+        mask = forwards.get((getattr(q, "id", None), getattr(k, "id", None), getattr(v, "id", None)))
+        if mask is None or node.packet in {"_flash_attention_backward", "_efficient_attention_backward"}:
+            continue
+        s_q, s_k = q.shape[-2], k.shape[-2]
+        causal_index = ATTENTION_BACKWARD[node.packet]
+        causal = bool(node.args[causal_index]) if causal_index is not None and len(node.args) > causal_index else False
+        before = causal_pairs(s_q, s_k) if causal else s_q * s_k
+        after = max(s_q, min(before, round(s_q * s_k * constant_mask_share(mask, (s_q, s_k)))))
+        if after < before:
+            for unit in cost.flops:
+                cost.flops[unit] *= after / before
+            notes.append(f"op {node.index} ({node.packet}): its forward's constant mask keeps {after / before:.3g} of the pairs; "
+                         "the backward is priced for them only")
+    return notes
+
+
+REGION_LIMIT = 400  # ops of one attention's scores-shaped region at most (a guard: a graph is far smaller)
+
+
+def _scores_region(softmax: OpNode, scores_shape: tuple, around: list[OpNode], producers: dict[int, OpNode],
+                   consumers: dict[int, list[OpNode]]) -> set[int]:
+    """The ops joined to a masked softmax through tensors of the scores' shape ([..., S_q, S_k], or its
+    transpose): the scores' and values' products and the ops between them (`around`), and in a backward
+    graph the gradients' (dP = dO V^T, the softmax gradient, dS K, dS^T Q, P^T dO). At a masked pair P is
+    0, so dS = P * (dP - rowsum) is 0 too: none of them needs work there. Contractions end the walk: their
+    other operands and results are queries, keys, values and their gradients (which have the scores'
+    shape too where head_dim equals the sequence length)."""
+    if len(scores_shape) < 2:
+        return {op.index for op in around}
+    tail = tuple(scores_shape[-2:])
+    size = prod(scores_shape)
+
+    def scores_like(tensor: TensorInfo) -> bool:
+        shape = tuple(tensor.shape)
+        return len(shape) >= 2 and (shape[-2:] == tail or shape[-2:] == tail[::-1]) and prod(shape) <= size
+
+    region = {op.index for op in around}
+    pending = [t for t in (*softmax.inputs, *softmax.outputs) if scores_like(t)]  # not the products' operands: q, k, v
+    seen: set[int] = set()
+    while pending and len(region) < REGION_LIMIT:
+        tensor = pending.pop()
+        if tensor.id in seen or tensor.constant:
+            continue
+        seen.add(tensor.id)
+        joined = [producers[tensor.id]] if tensor.id in producers else []
+        for op in joined + consumers.get(tensor.id, []):
+            if op.index in region:
+                continue
+            region.add(op.index)
+            if op.packet not in CONTRACTIONS:  # a product is reached through its scores-shaped operand or result: it ends there
+                pending += [t for t in (*op.inputs, *op.outputs) if scores_like(t)]
+    return region
 
 
 def _consumer_product(node: OpNode, consumers: dict[int, list[OpNode]]) -> OpNode | None:

@@ -49,8 +49,9 @@ def graph_totals(graph: Graph, hardware: HardwareSpec, policy: Policy = "strict"
     uncovered: dict[str, int] = defaultdict(int)
     flops: dict[str, float] = defaultdict(float)
     rate_notes: dict[str, str] = {}
+    problem_storages = {t.storage for t in (*graph.inputs.values(), *graph.outputs.values())}
     for node in graph.nodes:
-        if node.is_view or node.packet in FREE_OPS or _constant_work(node):
+        if node.is_view or node.packet in FREE_OPS or _constant_work(node, problem_storages):
             reports.append(NodeReport(node, Cost()))
             continue
         rule = RULES.get(node.packet)
@@ -111,10 +112,13 @@ def compute_time(unit_flops: dict[str, float], hardware: HardwareSpec, policy: P
 
 
 
-def _constant_work(node: OpNode) -> bool:
-    """An op of a subgraph that depends on no input (a mask built from shapes): evaluated at analysis
-    time, so no kernel needs to do it."""
-    return bool(node.outputs) and all(t.constant for t in node.outputs) and all(t.constant for t in node.inputs)
+def _constant_work(node: OpNode, problem_storages: set[int]) -> bool:
+    """An op of a subgraph that depends on no input (a mask built from shapes, or from an input drawn the
+    same at every seed): evaluated at analysis time, so no kernel needs to do it. An op that reads or
+    writes the memory of a problem input or output (or a view of it) is priced all the same: a kernel
+    is given that input, or must write that tensor."""
+    tensors = (*node.inputs, *node.outputs)
+    return bool(node.outputs) and all(t.constant and t.storage not in problem_storages for t in tensors)
 
 
 

@@ -17,8 +17,10 @@ class CaptureError(RuntimeError):
 
 
 
-def record(run: Any, arguments: dict[str, Any], problem: Problem, decompose: Any, fake_mode: Any, mode_name: str, hint: Any = None) -> Graph:
-    """Run the reference under a Recorder and build its Graph (inputs and outputs named)."""
+def record(run: Any, arguments: dict[str, Any], problem: Problem, decompose: Any, fake_mode: Any, mode_name: str, hint: Any = None,
+           fixed: set[str] = frozenset()) -> Graph:
+    """Run the reference under a Recorder and build its Graph (inputs and outputs named); the `fixed`
+    inputs (real, the same at every seed) are constants whose values the analysis may read."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensor
 
@@ -29,7 +31,7 @@ def record(run: Any, arguments: dict[str, Any], problem: Problem, decompose: Any
             if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
                 arguments[name] = fake_mode.from_tensor(value, static_shapes=True)
                 recorder.give_shadow(arguments[name], value)
-    inputs = {name: recorder.info(value, constant=False) for name, value in arguments.items() if isinstance(value, torch.Tensor)}
+    inputs = {name: recorder.info(value, constant=name in fixed) for name, value in arguments.items() if isinstance(value, torch.Tensor)}
     for name, info in inputs.items():
         info.role, info.name = "input", name
     with recorder:  # grad mode as the caller has it: backward problems differentiate inside run

@@ -174,6 +174,18 @@ def causal_pairs(s_q: int, s_k: int) -> int:
     return kept + max(0, s_q - s_k) * s_k
 
 
+def _masked_pairs(mask: object, s_q: int, s_k: int, pairs: int) -> tuple[int, str]:
+    """The (query, key) pairs of one head that a mask depending on no input keeps (a sliding window, packed
+    sequences of fixed lengths), with a note for the einsum; other masks leave `pairs` as they are."""
+    if not (isinstance(mask, TensorInfo) and mask.constant):
+        return pairs, ""
+    from solbench.sol.patterns import constant_mask_share
+
+    share = constant_mask_share(mask, (s_q, s_k))
+    note = f" (constant mask keeps {share:.3g})" if mask.values is not None else " (constant mask of unknown values: one key per query)"
+    return max(s_q, min(pairs, round(s_q * s_k * share))), note
+
+
 @rule(*ATTENTION_OPS)
 def _attention(node: OpNode) -> Cost:
     q, k, v = (a for a in node.args[:3])
@@ -188,15 +200,8 @@ def _attention(node: OpNode) -> Cost:
     else:  # [..., S, D]: every leading dim (batch, heads) is independent
         s_q, d, s_k, d_v = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
         q_heads, kv_heads = prod(q.shape[:-2]), prod(k.shape[:-2])
-    pairs = causal_pairs(s_q, s_k) if causal else s_q * s_k
     mask = node.args[mask_index] if mask_index is not None and len(node.args) > mask_index else node.kwargs.get("attn_mask")
-    mask_note = ""
-    if isinstance(mask, TensorInfo) and mask.constant:  # built from shapes only (a sliding window): the pairs it keeps
-        from solbench.sol.patterns import constant_mask_share
-
-        share = constant_mask_share(mask, (s_q, s_k))
-        pairs = max(s_q, min(pairs, round(s_q * s_k * share)))
-        mask_note = f" (constant mask keeps {share:.3g})" if mask.values is not None else " (constant mask of unknown values: one key per query)"
+    pairs, mask_note = _masked_pairs(mask, s_q, s_k, causal_pairs(s_q, s_k) if causal else s_q * s_k)
     scores = q_heads * pairs
     out = node.outputs[0]
     cost = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs if t.numel > 0])
@@ -297,9 +302,11 @@ def _attention_backward(node: OpNode) -> Cost:
     else:
         s_q, d, s_k, d_v = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
         heads = prod(q.shape[:-2])
-    pairs = heads * (causal_pairs(s_q, s_k) if causal else s_q * s_k)
+    mask = node.args[4] if node.packet == "_scaled_dot_product_efficient_attention_backward" and len(node.args) > 4 else node.kwargs.get("attn_mask")
+    head_pairs, mask_note = _masked_pairs(mask, s_q, s_k, causal_pairs(s_q, s_k) if causal else s_q * s_k)
+    pairs = heads * head_pairs
     cost = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs if t.numel > 0],
-                einsum="attention backward" + (" (causal)" if causal else ""))
+                einsum="attention backward" + (" (causal)" if causal else "") + mask_note)
     cost.flops[operand_unit(q, k)] += 2.0 * pairs * (3 * d + 2 * d_v)
     cost.flops[vector_unit(None)] += 6.0 * pairs
     cost.flops["sfu"] += pairs
