@@ -116,4 +116,14 @@ MODELS: dict[str, ModelConfig] = {m.name: m for m in [
         "embed_dim": 256, "num_embeddings": 8192, "latent_channels": 256, "resolution": 512, "in_channels": 3,
         "base_channels": 128, "channel_multiplier": [1, 1, 2, 2, 4], "num_res_blocks": 2, "dropout": 0.0,
     }, dtype="float32", tiny={"base_channels": 32}),
+    # The Token2Wav DiT's values are the defaults of transformers' Qwen2_5OmniDiTConfig, which are the published model's
+    # token2wav_config.dit_config (block_size 24: the class's docstring says 64, its default and the model's code use 24).
+    # dtype: transformers runs the token2wav in fp32 whatever the checkpoint's dtype (Qwen2_5OmniForConditionalGeneration
+    # calls token2wav.float(); "Qwen2_5OmniToken2WavModel must inference with fp32").
+    ModelConfig("qwen2_5_omni_dit", "Qwen2.5-Omni-7B Token2Wav DiT", "Qwen/Qwen2.5-Omni-7B", "qwen2_5_omni_dit", {
+        "hidden_size": 1024, "num_hidden_layers": 22, "num_attention_heads": 16, "head_dim": 64, "ff_mult": 2,
+        "block_size": 24, "look_ahead_layers": [10], "look_backward_layers": [0, 20], "dropout": 0.1,
+        "max_position_embeddings": 32768, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0},
+        "repeats": 2, "mel_dim": 80,
+    }, dtype="float32", tiny={"hidden_size": 64, "num_attention_heads": 4, "head_dim": 16, "block_size": 4}),
 ]}

@@ -13,11 +13,13 @@ from typing import Any, Callable
 
 from solbench.dataset.extract.decode import decode_recipes
 from solbench.dataset.extract.conv import convnext_family, resnet_family, vqgan_family
+from solbench.dataset.extract.dit import dit_family
 from solbench.dataset.extract.encoders import vit_family, whisper_family
 from solbench.dataset.extract.expert_parallel import ep_recipe
 from solbench.dataset.extract.gemma2 import gemma2_family
 from solbench.dataset.extract.moe_parts import moe_part_recipes
 from solbench.dataset.extract.ssm import mamba2_family
+from solbench.dataset.extract.varlen import varlen_recipe
 from solbench.dataset.extract.recipe import BATCH, KV, PAGES, POOL, POSITIONS, SEQ, UNIT, VAR_AXES, Act, Family, Recipe
 
 __all__ = ["BATCH", "FAMILIES", "KV", "PAGES", "POOL", "SEQ", "VAR_AXES", "Act", "Family", "Recipe"]
@@ -187,7 +189,9 @@ FAMILIES: dict[str, Family] = {
     "convnext": convnext_family(),
     "resnet": resnet_family(),
     "chameleon": vqgan_family(),
+    "qwen2_5_omni_dit": dit_family(),
 }
+FAMILIES["llama"].recipes["attention_varlen"] = varlen_recipe(FAMILIES["llama"].recipes["attention"].build)  # packed (varlen) prefill
 for _ep in (8, 32):  # 32: the expert parallelism of DeepSeek-V3's prefill deployment (8 routed experts a GPU)
     FAMILIES["deepseek_v3"].recipes[f"moe_ep{_ep}"] = ep_recipe("DeepseekV3TopkRouter", "DeepseekV3Experts", "n_routed_experts", _ep, (
         "the full router (sigmoid scores with the score-correction bias, group-limited top-k over all routed experts, noaux_tc, "
