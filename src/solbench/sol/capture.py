@@ -11,7 +11,9 @@ get it, the first that applies:
 2. concrete: fake tensors of this workload's sizes for floating inputs; integer, bool and custom
    inputs real (at most REAL_INPUT_BYTES), so that routing counts, page tables and lengths give
    exact sizes; constants (masks from shapes, decode tables) computed for real; data-dependent ops on
-   fake values take their least result (solbench.sol.least).
+   fake values take their least result (solbench.sol.least). Custom inputs that the entry point makes
+   without a random draw (seed_independent) are constants themselves, their values known (a packed
+   sequence mask built from fixed lengths); such problems are never captured symbolically.
 3. real: every input real, for a workload of at most REAL_CAPTURE_BYTES, when the concrete capture
    fails (a reference that reads values the fake tensors cannot give); the graph's notes say so.
 """
@@ -51,6 +53,7 @@ class Captures:
     captured: int = 0  # captures made (symbolic, concrete or real): what reuse saves is the rest
     loop_axis: str | None = None  # the one axis the reference specialises on (its loop count)
     loops: dict[tuple, Any] = field(default_factory=dict)  # LoopEstimates along loop_axis (False: none applies), by the axes at 0 or 1
+    may_fix: bool | None = None  # whether custom inputs may be the same at every seed (a custom entry point that draws nothing)
 
     def graph(self, workload: Workload) -> Graph:
         from solbench.sol.symbolic import SymbolicUnsupported, capture_symbolic, scalar_key
@@ -60,8 +63,10 @@ class Captures:
         for made in self.symbolic:
             if made.key == key and made.fits(axes):
                 return made.concretize(axes)
-        if self.concrete_only is None and not self.symbolic and seed_independent(self.problem, workload):
-            self.concrete_only = "no symbolic capture: inputs drawn the same at every seed shape the work by their values"
+        if self.may_fix is None:  # once per problem: one call of its custom entry point, if it has one
+            self.may_fix = not entry_draws(self.problem, workload)
+            if self.may_fix and self.concrete_only is None and seed_independent(self.problem, workload):
+                self.concrete_only = "no symbolic capture: inputs drawn the same at every seed shape the work by their values"
         if self.concrete_only is None and len(self.symbolic) < MAX_SYMBOLIC:
             try:
                 made = capture_symbolic(self.problem, workload, self.decompose)
@@ -79,7 +84,7 @@ class Captures:
                         self.concrete_only = f"the reference specialises on {', '.join(made.pins_axes)}"
                     return made.concretize(axes)
         self.captured += 1
-        return capture_concrete(self.problem, workload, self.decompose)
+        return capture_concrete(self.problem, workload, self.decompose, may_fix=self.may_fix)
 
     def totals(self, workload: Workload, hardware: Any, policy: str) -> Any:
         """The analysis totals of a workload: from its graph, or extrapolated along a loop axis."""
@@ -102,14 +107,15 @@ class Captures:
         return graph_totals(self.graph(workload), hardware, policy)
 
 
-def capture_concrete(problem: Problem, workload: Workload, decompose: Any = None) -> Graph:
-    """Passes 2 and 3 of the module docstring for one workload."""
+def capture_concrete(problem: Problem, workload: Workload, decompose: Any = None, may_fix: bool | None = None) -> Graph:
+    """Passes 2 and 3 of the module docstring for one workload (`may_fix` False: the problem's custom
+    entry point is known to draw at random, so no input is a constant)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     run = reference_module(problem.definition).run
     axes = problem.axes(workload)
     real = _real_inputs(problem, workload, axes)
-    fixed = seed_independent(problem, workload, real)
+    fixed = seed_independent(problem, workload, real) if may_fix is not False else set()
     try:
         with FakeTensorMode(allow_non_fake_inputs=True) as mode:
             arguments = _arguments(problem, workload, axes, mode, real)
@@ -153,6 +159,15 @@ def _real_inputs(problem: Problem, workload: Workload, axes: dict[str, int]) -> 
     return generate_inputs(problem, workload, seed=0, device="cpu", only=wanted) if wanted else {}
 
 
+def entry_draws(problem: Problem, workload: Workload) -> bool:
+    """Whether the problem's custom entry point draws at random (True also where there are no tensors it makes)."""
+    declared, axes = problem.definition.inputs, problem.axes(workload)
+    made = [declared[name] for name, spec in workload.inputs.items() if name in declared and isinstance(spec, CustomInput) and declared[name].shape is not None]
+    if not made or sum(spec.dtype.storage_bytes(math.prod(spec.resolve_shape(axes))) for spec in made) > REAL_INPUT_BYTES:
+        return True  # nothing it makes, or too much to make here (such inputs are not made real either)
+    return custom_entry_draws(problem, workload)
+
+
 def seed_independent(problem: Problem, workload: Workload, real: dict[str, Any] | None = None) -> set[str]:
     """The custom inputs (made real here) that the problem's entry point makes the same at every seed
     (no random draw: lengths in fixed ratios, a table of the axes): an entry point that draws from no
@@ -160,10 +175,12 @@ def seed_independent(problem: Problem, workload: Workload, real: dict[str, Any] 
     Their values are then constants of the workload, which a bound may use (the mask they build)."""
     import torch
 
+    if entry_draws(problem, workload):  # the usual case, and the cheap test: one call of the entry point
+        return set()
     if real is None:
         real = _real_inputs(problem, workload, problem.axes(workload))
     custom = {name for name in real if isinstance(workload.inputs[name], CustomInput)}
-    if not custom or custom_entry_draws(problem, workload):
+    if not custom:
         return set()
     again = generate_inputs(problem, workload, seed=1, device="cpu", only=custom)
     return {name for name in custom if isinstance(real[name], torch.Tensor) and isinstance(again.get(name), torch.Tensor)
