@@ -65,7 +65,7 @@ class Captures:
                 return made.concretize(axes)
         if self.may_fix is None:  # once per problem: one call of its custom entry point, if it has one
             self.may_fix = not entry_draws(self.problem, workload)
-            if self.may_fix and self.concrete_only is None and seed_independent(self.problem, workload):
+            if self.may_fix and self.concrete_only is None and seed_independent(self.problem, workload, draws_checked=True):
                 self.concrete_only = "no symbolic capture: inputs drawn the same at every seed shape the work by their values"
         if self.concrete_only is None and len(self.symbolic) < MAX_SYMBOLIC:
             try:
@@ -168,14 +168,15 @@ def entry_draws(problem: Problem, workload: Workload) -> bool:
     return custom_entry_draws(problem, workload)
 
 
-def seed_independent(problem: Problem, workload: Workload, real: dict[str, Any] | None = None) -> set[str]:
+def seed_independent(problem: Problem, workload: Workload, real: dict[str, Any] | None = None, draws_checked: bool = False) -> set[str]:
     """The custom inputs (made real here) that the problem's entry point makes the same at every seed
     (no random draw: lengths in fixed ratios, a table of the axes): an entry point that draws from no
     random generator, whose inputs drawn at two seeds are equal.
-    Their values are then constants of the workload, which a bound may use (the mask they build)."""
+    Their values are then constants of the workload, which a bound may use (the mask they build).
+    `draws_checked`: the caller has found already that the entry point draws nothing."""
     import torch
 
-    if entry_draws(problem, workload):  # the usual case, and the cheap test: one call of the entry point
+    if not draws_checked and entry_draws(problem, workload):  # the usual case, and the cheap test: one call of the entry point
         return set()
     if real is None:
         real = _real_inputs(problem, workload, problem.axes(workload))

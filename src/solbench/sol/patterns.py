@@ -179,30 +179,25 @@ def _masked_attention_backward(graph: Graph, costs: list[Cost | None]) -> list[s
     """An attention backward op (the gradient of SDPA) whose forward was given a constant mask: the mask
     it receives is the forward's converted inside SDPA (bool to additive, not recorded), so it is not
     seen as constant; the forward with the same queries, keys and values says which pairs it keeps."""
-    from solbench.sol.costs.contractions import ATTENTION_BACKWARD, ATTENTION_OPS, causal_pairs
+    from solbench.sol.costs.contractions import ATTENTION_BACKWARD, ATTENTION_OPS, attention_backward_geometry, attention_mask, masked_pairs
     from solbench.sol.graph import TensorInfo
 
-    forwards = {}
+    forward_masks = {}
     for node in graph.nodes:
-        if node.packet in ATTENTION_OPS and len(node.args) >= 3 and all(isinstance(a, TensorInfo) for a in node.args[:3]):
-            _, mask_index = ATTENTION_OPS[node.packet]
-            mask = node.args[mask_index] if mask_index is not None and len(node.args) > mask_index else node.kwargs.get("attn_mask")
-            if isinstance(mask, TensorInfo) and mask.constant:
-                forwards[tuple(a.id for a in node.args[:3])] = mask
+        mask = attention_mask(node) if node.packet in ATTENTION_OPS else None
+        if isinstance(mask, TensorInfo) and mask.constant:
+            forward_masks[tuple(getattr(a, "id", None) for a in node.args[:3])] = mask
     notes = []
     for node in graph.nodes:
         cost = costs[node.index]
-        if node.packet not in ATTENTION_BACKWARD or cost is None or len(node.args) < 4 or "constant mask" in (cost.einsum or ""):
+        if node.packet not in ATTENTION_BACKWARD or cost is None or not forward_masks:
             continue
-        q, k, v = node.args[1:4]
-        mask = forwards.get((getattr(q, "id", None), getattr(k, "id", None), getattr(v, "id", None)))
-        if mask is None or node.packet in {"_flash_attention_backward", "_efficient_attention_backward"}:
+        mask = forward_masks.get(tuple(getattr(a, "id", None) for a in node.args[1:4]))
+        shape = attention_backward_geometry(node)
+        if mask is None or (isinstance(shape.mask, TensorInfo) and shape.mask.constant):  # none, or priced by its own mask already
             continue
-        s_q, s_k = q.shape[-2], k.shape[-2]
-        causal_index = ATTENTION_BACKWARD[node.packet]
-        causal = bool(node.args[causal_index]) if causal_index is not None and len(node.args) > causal_index else False
-        before = causal_pairs(s_q, s_k) if causal else s_q * s_k
-        after = max(s_q, min(before, round(s_q * s_k * constant_mask_share(mask, (s_q, s_k)))))
+        before = shape.head_pairs
+        after, _ = masked_pairs(mask, shape.s_q, shape.s_k, before)
         if after < before:
             for unit in cost.flops:
                 cost.flops[unit] *= after / before

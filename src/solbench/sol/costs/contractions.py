@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import log2, prod
 
 from solbench.sol.costs.base import Contraction, Cost, letters, live_bytes, operand_bytes, operand_unit, reads_all, rule, vector_unit
@@ -174,7 +175,7 @@ def causal_pairs(s_q: int, s_k: int) -> int:
     return kept + max(0, s_q - s_k) * s_k
 
 
-def _masked_pairs(mask: object, s_q: int, s_k: int, pairs: int) -> tuple[int, str]:
+def masked_pairs(mask: object, s_q: int, s_k: int, pairs: int) -> tuple[int, str]:
     """The (query, key) pairs of one head that a mask depending on no input keeps (a sliding window, packed
     sequences of fixed lengths), with a note for the einsum; other masks leave `pairs` as they are."""
     if not (isinstance(mask, TensorInfo) and mask.constant):
@@ -186,10 +187,16 @@ def _masked_pairs(mask: object, s_q: int, s_k: int, pairs: int) -> tuple[int, st
     return max(s_q, min(pairs, round(s_q * s_k * share))), note
 
 
+def attention_mask(node: OpNode) -> object:
+    """The mask argument of an attention op of ATTENTION_OPS (None where it takes none)."""
+    _, mask_index = ATTENTION_OPS[node.packet]
+    return node.args[mask_index] if mask_index is not None and len(node.args) > mask_index else node.kwargs.get("attn_mask")
+
+
 @rule(*ATTENTION_OPS)
 def _attention(node: OpNode) -> Cost:
     q, k, v = (a for a in node.args[:3])
-    causal_index, mask_index = ATTENTION_OPS[node.packet]
+    causal_index, _ = ATTENTION_OPS[node.packet]
     causal = bool(node.args[causal_index]) if causal_index is not None and len(node.args) > causal_index else bool(node.kwargs.get("is_causal", False))
     if node.packet == "_efficient_attention_forward":
         causal = bool(node.kwargs.get("custom_mask_type", 0))
@@ -200,8 +207,8 @@ def _attention(node: OpNode) -> Cost:
     else:  # [..., S, D]: every leading dim (batch, heads) is independent
         s_q, d, s_k, d_v = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
         q_heads, kv_heads = prod(q.shape[:-2]), prod(k.shape[:-2])
-    mask = node.args[mask_index] if mask_index is not None and len(node.args) > mask_index else node.kwargs.get("attn_mask")
-    pairs, mask_note = _masked_pairs(mask, s_q, s_k, causal_pairs(s_q, s_k) if causal else s_q * s_k)
+    mask = attention_mask(node)
+    pairs, mask_note = masked_pairs(mask, s_q, s_k, causal_pairs(s_q, s_k) if causal else s_q * s_k)
     scores = q_heads * pairs
     out = node.outputs[0]
     cost = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs if t.numel > 0])
@@ -288,22 +295,46 @@ ATTENTION_BACKWARD = {
 }
 
 
-@rule(*ATTENTION_BACKWARD)
-def _attention_backward(node: OpNode) -> Cost:
-    """Five products per (query, key) pair against the forward's two (scores recomputed, dV, dP, dQ,
-    dK: flash attention's backward), and the softmax gradient's vector work and exp."""
-    grad, q, k, v = node.args[:4]
+@dataclass(frozen=True)
+class BackwardGeometry:
+    """What pricing an attention backward op needs: its sizes, causality and own mask argument."""
+
+    s_q: int
+    s_k: int
+    heads: int
+    d: int
+    d_v: int
+    causal: bool
+    mask: object
+
+    @property
+    def head_pairs(self) -> int:
+        """(query, key) pairs of one head before any mask: all, or the causal ones."""
+        return causal_pairs(self.s_q, self.s_k) if self.causal else self.s_q * self.s_k
+
+
+def attention_backward_geometry(node: OpNode) -> BackwardGeometry:
+    q, k, v = node.args[1:4]
     causal_index = ATTENTION_BACKWARD[node.packet]
     causal = bool(node.args[causal_index]) if causal_index is not None and len(node.args) > causal_index else bool(node.kwargs.get("is_causal", False))
-    layout_bshd = node.packet in {"_flash_attention_backward", "_efficient_attention_backward"}
-    if layout_bshd:
+    if node.packet in {"_flash_attention_backward", "_efficient_attention_backward"}:  # [B, S, H, D]
         (b, s_q, h_q, d), s_k, d_v = q.shape, k.shape[1], v.shape[-1]
         heads = b * h_q
     else:
         s_q, d, s_k, d_v = q.shape[-2], q.shape[-1], k.shape[-2], v.shape[-1]
         heads = prod(q.shape[:-2])
     mask = node.args[4] if node.packet == "_scaled_dot_product_efficient_attention_backward" and len(node.args) > 4 else node.kwargs.get("attn_mask")
-    head_pairs, mask_note = _masked_pairs(mask, s_q, s_k, causal_pairs(s_q, s_k) if causal else s_q * s_k)
+    return BackwardGeometry(s_q, s_k, heads, d, d_v, causal, mask)
+
+
+@rule(*ATTENTION_BACKWARD)
+def _attention_backward(node: OpNode) -> Cost:
+    """Five products per (query, key) pair against the forward's two (scores recomputed, dV, dP, dQ,
+    dK: flash attention's backward), and the softmax gradient's vector work and exp."""
+    q, k = node.args[1:3]
+    shape = attention_backward_geometry(node)
+    s_q, s_k, heads, d, d_v, causal = shape.s_q, shape.s_k, shape.heads, shape.d, shape.d_v, shape.causal
+    head_pairs, mask_note = masked_pairs(shape.mask, s_q, s_k, shape.head_pairs)
     pairs = heads * head_pairs
     cost = Cost(reads=reads_all(node), writes=[(t, t.unique_bytes) for t in node.outputs if t.numel > 0],
                 einsum="attention backward" + (" (causal)" if causal else "") + mask_note)
