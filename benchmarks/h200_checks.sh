@@ -5,11 +5,15 @@
 #   bash benchmarks/h200_checks.sh [STEP...]   steps: gate gpu-tests gpu-other corpus legit overhead overhead-ungated ncu-gemm ncu-memory
 #        synthetic tightness verify-bundled verify-synthetic self-check
 #        throughput throughput-reuse throughput-no-ahead run-bundled run-models run-examples survey
+#        self-check-all models-all verify-all
 #   SYNTHETIC (default /tmp/syn): where the synthetic dataset is written; VERIFY_SUBSET: problem folders of it to verify
 #   (a glob under $SYNTHETIC, default all; SELF_CHECK_SUBSET likewise); VERIFY_WORKLOADS (default spread:2); VERIFY_COMPILE (default: default;
 #   none: eager only); VERIFY_BUDGET (s per workload and candidate, default 1); VERIFY_LIMIT (s per verify step, default 560);
 #   SELF_CHECK_SEEDS (default 1 2); RUN_WORKLOADS (default spread:2), RUN_COMPILE (baseline compile modes, default: default),
 #   RUN_PROBLEMS (problem folders, default: the bundled ones), RUN_LIMIT (s, default 330)
+#   self-check-all / models-all: every workload of the fixture + synthetic set (seeds SELF_CHECK_SEEDS) / of solbench:models
+#   (seed 1) against itself, correctness only, SWEEP_SHARDS / MODELS_SHARDS runs sharing the GPU, stopped after SWEEP_LIMIT - 40 s
+#   (default 540); their traces go under WORK (default /tmp/h200-work). verify-all: fixture, bundled and synthetic in one sol --verify.
 set -uo pipefail
 OUT=${OUT:-/tmp/h200-checks}
 mkdir -p "$OUT"
@@ -27,6 +31,8 @@ RUN_WORKLOADS=${RUN_WORKLOADS:-spread:2}
 RUN_COMPILE=${RUN_COMPILE:-default}
 RUN_PROBLEMS=${RUN_PROBLEMS:-}  # problem folders for run-bundled (default: the bundled problems)
 RUN_LIMIT=${RUN_LIMIT:-330}
+WORK=${WORK:-/tmp/h200-work}  # bulky outputs (sharded sweeps' traces and run folders); pack what should come back into $OUT
+SWEEP_LIMIT=${SWEEP_LIMIT:-540}; SWEEP_SHARDS=${SWEEP_SHARDS:-8}; MODELS_SHARDS=${MODELS_SHARDS:-4}
 [ ${#steps[@]} -eq 0 ] && steps=(gate gpu-tests corpus overhead)
 
 step() {  # name, limit in seconds, command...
@@ -65,6 +71,13 @@ for name in "${steps[@]}"; do
         --run-dir "$OUT/run-models" --baselines "$OUT/baselines" ;;
     run-examples) step run-examples 120 python3 -m solbench.cli run src/solbench/dataset/problems/silu_and_mul_llama3_8b --solutions examples \
         --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" --run-dir "$OUT/run-examples" --baselines "$OUT/baselines" ;;
+    self-check-all) step self-check-all "$SWEEP_LIMIT" python3 benchmarks/reference_self_check.py tests/fixtures/sol_execbench_layout "$SYNTHETIC" \
+        --seeds $SELF_CHECK_SEEDS --no-timing --workloads all --shards "$SWEEP_SHARDS" --parallel "${SWEEP_PARALLEL:-$SWEEP_SHARDS}" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/self-check-all" ;;
+    models-all) step models-all "$SWEEP_LIMIT" python3 benchmarks/reference_self_check.py solbench:models --seeds 1 --no-timing --workloads all \
+        --shards "$MODELS_SHARDS" --parallel "$MODELS_SHARDS" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/models-all" ;;
+    verify-all) step verify-all "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify tests/fixtures/sol_execbench_layout src/solbench/dataset/problems \
+        $(ls -d $SYNTHETIC/*/* | grep -v '/L2/17[3-6]_') $(ls -d $SYNTHETIC/L2/17[3-6]_*) --workloads "$VERIFY_WORKLOADS" --compile-mode "$VERIFY_COMPILE" \
+        --budget "$VERIFY_BUDGET" --synthesize-missing-blobs -o "$OUT/verify-all.jsonl" ;;  # the slow SSM backward problems last
     survey) step survey 560 python3 tests/exploits/survey.py --device cuda --parallel 6 --json "$OUT/survey.json" ;;  # issue 12: what each corpus sample gets
     ncu-memory) step ncu-memory 560 python3 benchmarks/timing_vs_ncu.py --kinds memory --json "$OUT/ncu-memory.json" ;;
     *) echo "unknown step $name" >&2; exit 2 ;;

@@ -1,19 +1,28 @@
-"""Every reference of a dataset against itself, under several seeds: `solbench run` once per seed,
-then one table of what did not pass (a reference that fails its own check is a bug in solbench
-unless its trace explains the reference's non-determinism: the evaluator runs a reference that was
-missed a second time, and notes `reference-nondeterministic` where its two results disagree).
+"""Every reference of a dataset against itself, under several seeds: `solbench run` for each seed
+(correctness only with --no-timing), then one table of what did not pass (a reference that fails its
+own check is a bug in solbench unless its trace explains the reference's non-determinism: the
+evaluator runs a reference that was missed a second time, and notes `reference-nondeterministic`
+where its two results disagree).
 
     python3 benchmarks/reference_self_check.py DATASET... [--seeds 1 2] [--out DIR] [--no-timing]
-                                               [--workloads all|smallest:N]
+                                               [--workloads all|smallest:N] [--shards K] [--parallel P]
 
-Writes DIR/traces-seed<S>.jsonl and DIR/self-check.json (per seed: workloads, statuses, wall time);
-exit code 1 when any workload of any seed did not pass.
+`--shards K` splits the problem folders into K groups of about equal workload counts and runs one
+`solbench run` per group and seed, P of them at a time: correctness-only sweeps of a whole dataset
+share one GPU this way (never use it with timing: timed runs must have the GPU alone). `--limit S`
+stops what still runs after S seconds; the traces written so far are kept and counted.
+
+Writes DIR/traces-seed<S>[-shard<i>].jsonl, each run's folder and log, and DIR/self-check.json (per
+seed: problems, workloads, statuses, wall time, problems not reached); exit code 1 when any workload
+of any seed did not pass or was not reached.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +30,38 @@ from collections import Counter
 from pathlib import Path
 
 from solbench.data.loaders import load_traces
+from solbench.dataset import resolve_set_paths
+
+
+def problem_folders(datasets: list[Path]) -> list[Path]:
+    """The problem folders under each dataset path (a folder holding definition.json), in a stable order."""
+    folders: list[Path] = []
+    for path in resolve_set_paths(datasets):
+        found = [path] if (path / "definition.json").is_file() else sorted(d.parent for d in path.rglob("definition.json"))
+        folders += [f for f in found if f not in folders]
+    return folders
+
+
+def definition_name(folder: Path) -> str:
+    try:
+        return str(json.loads((folder / "definition.json").read_text()).get("name", folder.name))
+    except (OSError, ValueError, AttributeError):
+        return folder.name
+
+
+def shards_of(folders: list[Path], count: int) -> list[list[Path]]:
+    """`count` groups of about equal workload counts (the largest problems placed first, each on the lightest group)."""
+    def weight(folder: Path) -> int:
+        workloads = folder / "workload.jsonl"
+        return sum(1 for line in workloads.read_text().splitlines() if line.strip()) if workloads.is_file() else 1
+
+    groups: list[list[Path]] = [[] for _ in range(max(1, min(count, len(folders))))]
+    loads = [0] * len(groups)
+    for folder in sorted(folders, key=weight, reverse=True):
+        lightest = loads.index(min(loads))
+        groups[lightest].append(folder)
+        loads[lightest] += weight(folder)
+    return [sorted(group) for group in groups if group]
 
 
 def main() -> int:
@@ -30,43 +71,96 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("self-check"))
     parser.add_argument("--no-timing", action="store_true", help="correctness only (faster)")
     parser.add_argument("--workloads", default="all")
+    parser.add_argument("--shards", type=int, default=1, help="split the problems into this many groups, one run each")
+    parser.add_argument("--parallel", type=int, default=1, help="runs at a time (with --no-timing only)")
+    parser.add_argument("--limit", type=float, default=None, help="seconds after which runs still going are stopped")
     args = parser.parse_args()
+    if args.parallel > 1 and not args.no_timing:
+        parser.error("--parallel above 1 needs --no-timing: timed runs must have the device alone")
     args.out.mkdir(parents=True, exist_ok=True)
-    report: dict[str, object] = {"datasets": [str(d) for d in args.datasets], "seeds": {}}
+    folders = problem_folders(args.datasets)
+    groups = shards_of(folders, args.shards) if args.shards > 1 else [list(args.datasets)]
+    runs = [(seed, index, group) for seed in args.seeds for index, group in enumerate(groups)]
+    started = time.monotonic()
+    deadline = started + args.limit if args.limit else None
+    waiting, going, done = list(runs), {}, {}
+    while waiting or going:
+        while waiting and len(going) < args.parallel:
+            seed, index, group = waiting.pop(0)
+            stem = f"seed{seed}" + (f"-shard{index}" if len(groups) > 1 else "")
+            traces_path = args.out / f"traces-{stem}.jsonl"
+            traces_path.unlink(missing_ok=True)
+            command = [sys.executable, "-m", "solbench.cli", "run", *map(str, group), "--seed", str(seed), "--synthesize-missing-blobs",
+                       "--workloads", args.workloads, "-o", str(traces_path), "--run-dir", str(args.out / f"run-{stem}")]
+            command += ["--no-timing"] if args.no_timing else []
+            log = (args.out / f"run-{stem}.log").open("w")
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            going[(seed, index)] = (process, time.monotonic(), traces_path, log)
+        for key, (process, begun, traces_path, log) in list(going.items()):
+            expired = deadline is not None and time.monotonic() > deadline
+            if process.poll() is None and not expired:
+                continue
+            if process.poll() is None:  # the run and its workers (its own process group)
+                os.killpg(process.pid, signal.SIGTERM)
+                try:
+                    process.wait(20)
+                except subprocess.TimeoutExpired:
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+            log.close()
+            done[key] = (process.returncode, time.monotonic() - begun, traces_path, expired)
+            del going[key]
+            print(f"seed {key[0]} shard {key[1]}: exit code {process.returncode} after {done[key][1]:.0f} s" + (" (stopped at --limit)" if expired else ""), flush=True)
+        if deadline is not None and time.monotonic() > deadline:
+            waiting.clear()
+        time.sleep(0.5)
+    return report(args, folders, groups, done, time.monotonic() - started)
+
+
+def report(args: argparse.Namespace, folders: list[Path], groups: list[list[Path]], done: dict, wall: float) -> int:
+    summary: dict[str, object] = {"datasets": [str(d) for d in args.datasets], "shards": len(groups), "parallel": args.parallel,
+                                  "wall_s": round(wall, 1), "seeds": {}}
     failures: list[tuple[int, str, str, str, str]] = []
+    incomplete = False
+    names = {folder: definition_name(folder) for folder in folders}
     for seed in args.seeds:
-        traces_path = args.out / f"traces-seed{seed}.jsonl"
-        traces_path.unlink(missing_ok=True)
-        command = [sys.executable, "-m", "solbench.cli", "run", *map(str, args.datasets), "--seed", str(seed), "--synthesize-missing-blobs",
-                   "--workloads", args.workloads, "-o", str(traces_path)] + (["--no-timing"] if args.no_timing else [])
-        started = time.monotonic()
-        done = subprocess.run(command, capture_output=True, text=True)
-        wall = time.monotonic() - started
-        traces = load_traces(traces_path) if traces_path.exists() else []
+        traces, refused, codes = [], [], []
+        for index in range(len(groups)):
+            entry = done.get((seed, index))
+            if entry is None:
+                continue
+            code, _, traces_path, _ = entry
+            codes.append(code)
+            traces += load_traces(traces_path) if traces_path.exists() else []
+            stem = traces_path.stem.removeprefix("traces-")
+            log = args.out / f"run-{stem}.log"
+            refused += [line for line in log.read_text().splitlines() if line.startswith("refused: ")] if log.exists() else []
         statuses = Counter(t.evaluation.status.value for t in traces)
         problems = {t.definition for t in traces}
-        refused = [line for line in done.stdout.splitlines() if line.startswith("refused: ")]
+        not_reached = [str(folder) for folder, name in names.items()
+                       if name not in problems and not any(str(folder) in line for line in refused)]
+        incomplete = incomplete or bool(not_reached)
         nondeterministic = [f"{t.definition} / {t.workload.uuid[:12]}" for t in traces if "note [reference-nondeterministic]" in t.evaluation.log]
         for trace in traces:
             if trace.evaluation.status.value != "PASSED":
                 first = next((line for line in trace.evaluation.log.splitlines() if line.strip()), "")
                 failures.append((seed, trace.definition, trace.workload.uuid, trace.evaluation.status.value, first[:160]))
-        report["seeds"][str(seed)] = {"exit_code": done.returncode, "wall_s": round(wall, 1), "problems": len(problems), "workloads": len(traces),
-                                      "statuses": dict(statuses), "refused": refused, "s_per_workload": round(wall / max(1, len(traces)), 3),
-                                      "reference_nondeterministic": nondeterministic}
-        print(f"seed {seed}: {len(problems)} problems, {len(traces)} workloads, {dict(statuses)}, {len(refused)} refused, "
-              f"{wall:.0f} s wall ({wall / max(1, len(traces)):.2f} s per workload), exit code {done.returncode}", flush=True)
+        summary["seeds"][str(seed)] = {"exit_codes": codes, "problems": len(problems), "workloads": len(traces), "statuses": dict(statuses),
+                                        "refused": refused, "not_reached": not_reached,
+                                        "reference_nondeterministic": nondeterministic}
+        print(f"seed {seed}: {len(problems)} problems, {len(traces)} workloads, {dict(statuses)}, {len(refused)} refused"
+              + (f", {len(not_reached)} problems not reached" if not_reached else "") + f", exit codes {codes}", flush=True)
         for line in refused:
             print(f"  {line}")
         if nondeterministic:  # explained by the trace: run twice on the same inputs, the reference disagreed with itself
             print(f"  reference non-deterministic beyond the tolerance (the trace says so): {', '.join(nondeterministic)}")
-        if done.returncode not in (0, 1):
-            print(done.stderr[-2000:])
+    print(f"{wall:.0f} s wall, {len(groups)} shard(s), {args.parallel} at a time")
     for seed, problem, workload, status, line in failures:
         print(f"seed {seed}: {problem} / {workload[:12]}: {status}: {line}")
-    report["failures"] = [dict(zip(("seed", "problem", "workload", "status", "log"), f)) for f in failures]
-    (args.out / "self-check.json").write_text(json.dumps(report, indent=1) + "\n")
-    return 1 if failures or any(s["refused"] for s in report["seeds"].values()) else 0
+    summary["failures"] = [dict(zip(("seed", "problem", "workload", "status", "log"), f)) for f in failures]
+    (args.out / "self-check.json").write_text(json.dumps(summary, indent=1) + "\n")
+    refused_any = any(s["refused"] for s in summary["seeds"].values())
+    return 1 if failures or refused_any or incomplete else 0
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ class Channel:
         self._buffer = b""
 
     def send(self, message: dict[str, Any]) -> None:
+        if self.write_fd < 0:
+            raise ChannelClosed("the channel was closed")
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
         view = memoryview(data)
         try:
@@ -41,6 +43,8 @@ class Channel:
     def receive(self, timeout: float | None = None) -> dict[str, Any]:
         deadline = None if timeout is None else time.monotonic() + timeout
         while b"\n" not in self._buffer:
+            if self.read_fd < 0:
+                raise ChannelClosed("the channel was closed")
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready, _, _ = select.select([self.read_fd], [], [], remaining)
             if not ready:
@@ -64,6 +68,8 @@ class Channel:
         """Whether more data has already arrived after the last message (read into the buffer)."""
         if self._buffer:
             return True
+        if self.read_fd < 0:
+            return False
         try:
             ready, _, _ = select.select([self.read_fd], [], [], 0)
             chunk = os.read(self.read_fd, 1 << 20) if ready else b""
@@ -73,7 +79,13 @@ class Channel:
         return bool(chunk)
 
     def close(self) -> None:
-        for fd in (self.read_fd, self.write_fd):
+        """Closes both descriptors once. The numbers are forgotten at once: closing them again later
+        (a worker killed twice) would close whatever pipe took those numbers in the meantime, another
+        worker's channel, and cross two channels."""
+        fds, self.read_fd, self.write_fd = (self.read_fd, self.write_fd), -1, -1
+        for fd in fds:
+            if fd < 0:
+                continue
             try:
                 os.close(fd)
             except OSError:

@@ -232,12 +232,18 @@ class Worker:
     # --- the call and its checks -----------------------------------------------------------------
 
     def _ensure_timer(self, timer: str, launch_gate: bool) -> None:
-        if self.timer is None:
-            self.timer, self.notes = make_timer(self.device, timer)
-            self.flusher = CacheFlusher(self.device)
-            if self.device.startswith("cuda") and launch_gate:
-                self.gate, note = make_gate(self.device)
-                self.notes += [note] if note else []
+        """The timer, the cache flusher and the launch gate, set together or not at all: one that fails
+        (the flush buffer out of memory on a crowded GPU) leaves none set, so the next call tries again
+        instead of calling a flusher that was never made."""
+        if self.timer is not None:
+            return
+        made_timer, notes = make_timer(self.device, timer)
+        flusher = CacheFlusher(self.device)
+        gate = None
+        if self.device.startswith("cuda") and launch_gate:
+            gate, note = make_gate(self.device)
+            notes += [note] if note else []
+        self.flusher, self.gate, self.notes, self.timer = flusher, gate, notes, made_timer
 
     def _checked_call(self, arguments: list[Any], request: RunRequest) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """A correctness call, made exactly as a timed call is (flush, timer), then checked."""
