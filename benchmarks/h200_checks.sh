@@ -5,7 +5,7 @@
 #   bash benchmarks/h200_checks.sh [STEP...]   steps: gate gpu-tests gpu-other corpus legit overhead overhead-ungated ncu-gemm ncu-memory
 #        synthetic tightness verify-bundled verify-synthetic self-check
 #        throughput throughput-reuse throughput-no-ahead run-bundled run-models run-examples survey
-#        self-check-all models-all verify-all
+#        self-check-all models-all verify-all verify-slow
 #   SYNTHETIC (default /tmp/syn): where the synthetic dataset is written; VERIFY_SUBSET: problem folders of it to verify
 #   (a glob under $SYNTHETIC, default all; SELF_CHECK_SUBSET likewise); VERIFY_WORKLOADS (default spread:2); VERIFY_COMPILE (default: default;
 #   none: eager only); VERIFY_BUDGET (s per workload and candidate, default 1); VERIFY_LIMIT (s per verify step, default 560);
@@ -13,7 +13,8 @@
 #   RUN_PROBLEMS (problem folders, default: the bundled ones), RUN_LIMIT (s, default 330)
 #   self-check-all / models-all: every workload of the fixture + synthetic set (seeds SELF_CHECK_SEEDS) / of solbench:models
 #   (seed 1) against itself, correctness only, SWEEP_SHARDS / MODELS_SHARDS runs sharing the GPU, stopped after SWEEP_LIMIT - 40 s
-#   (default 540); their traces go under WORK (default /tmp/h200-work). verify-all: fixture, bundled and synthetic in one sol --verify.
+#   (default 540); their traces go under WORK (default /tmp/h200-work); a problem that ran out of memory beside the others runs again alone.
+#   verify-all: fixture, bundled and synthetic in one sol --verify; verify-slow: synthetic 173-176 alone (eager references of seconds per call).
 set -uo pipefail
 OUT=${OUT:-/tmp/h200-checks}
 mkdir -p "$OUT"
@@ -32,7 +33,7 @@ RUN_COMPILE=${RUN_COMPILE:-default}
 RUN_PROBLEMS=${RUN_PROBLEMS:-}  # problem folders for run-bundled (default: the bundled problems)
 RUN_LIMIT=${RUN_LIMIT:-330}
 WORK=${WORK:-/tmp/h200-work}  # bulky outputs (sharded sweeps' traces and run folders); pack what should come back into $OUT
-SWEEP_LIMIT=${SWEEP_LIMIT:-540}; SWEEP_SHARDS=${SWEEP_SHARDS:-8}; MODELS_SHARDS=${MODELS_SHARDS:-4}
+SWEEP_LIMIT=${SWEEP_LIMIT:-540}; SWEEP_SHARDS=${SWEEP_SHARDS:-6}; MODELS_SHARDS=${MODELS_SHARDS:-6}  # 20 runs at a time filled the H200 (2026-12-02)
 [ ${#steps[@]} -eq 0 ] && steps=(gate gpu-tests corpus overhead)
 
 step() {  # name, limit in seconds, command...
@@ -75,6 +76,8 @@ for name in "${steps[@]}"; do
         --seeds $SELF_CHECK_SEEDS --no-timing --workloads all --shards "$SWEEP_SHARDS" --parallel "${SWEEP_PARALLEL:-$SWEEP_SHARDS}" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/self-check-all" ;;
     models-all) step models-all "$SWEEP_LIMIT" python3 benchmarks/reference_self_check.py solbench:models --seeds 1 --no-timing --workloads all \
         --shards "$MODELS_SHARDS" --parallel "$MODELS_SHARDS" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/models-all" ;;
+    verify-slow) step verify-slow "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify $(ls -d $SYNTHETIC/L2/17[3-6]_*) --workloads "$VERIFY_WORKLOADS" \
+        --compile-mode none --budget "$VERIFY_BUDGET" -o "$OUT/verify-slow.jsonl" ;;  # SSM/linear-attention backward: eager calls of seconds each
     verify-all) step verify-all "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify tests/fixtures/sol_execbench_layout src/solbench/dataset/problems \
         $(ls -d $SYNTHETIC/*/* | grep -v '/L2/17[3-6]_') $(ls -d $SYNTHETIC/L2/17[3-6]_*) --workloads "$VERIFY_WORKLOADS" --compile-mode "$VERIFY_COMPILE" \
         --budget "$VERIFY_BUDGET" --synthesize-missing-blobs -o "$OUT/verify-all.jsonl" ;;  # the slow SSM backward problems last

@@ -9,8 +9,10 @@ where its two results disagree).
 
 `--shards K` splits the problem folders into K groups of about equal workload counts and runs one
 `solbench run` per group and seed, P of them at a time: correctness-only sweeps of a whole dataset
-share one GPU this way (never use it with timing: timed runs must have the GPU alone). `--limit S`
-stops what still runs after S seconds; the traces written so far are kept and counted.
+share one GPU this way (never use it with timing: timed runs must have the GPU alone). A problem
+whose traces say it ran out of device memory beside the others is then run again alone (its new
+traces replace the old; --no-retry-memory turns this off). `--limit S` stops what still runs after
+S seconds; the traces written so far are kept and counted.
 
 Writes DIR/traces-seed<S>[-shard<i>].jsonl, each run's folder and log, and DIR/self-check.json (per
 seed: problems, workloads, statuses, wall time, problems not reached); exit code 1 when any workload
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -64,6 +67,9 @@ def shards_of(folders: list[Path], count: int) -> list[list[Path]]:
     return [sorted(group) for group in groups if group]
 
 
+MEMORY_FAILURE = re.compile(r"out of memory|OutOfMemoryError|ALLOC_FAILED|CUDA-capable device\(s\) is/are busy")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("datasets", nargs="+", type=Path)
@@ -74,29 +80,48 @@ def main() -> int:
     parser.add_argument("--shards", type=int, default=1, help="split the problems into this many groups, one run each")
     parser.add_argument("--parallel", type=int, default=1, help="runs at a time (with --no-timing only)")
     parser.add_argument("--limit", type=float, default=None, help="seconds after which runs still going are stopped")
+    parser.add_argument("--no-retry-memory", dest="retry_memory", action="store_false",
+                        help="with --parallel: do not run again, alone, the problems that ran out of device memory beside the others")
     args = parser.parse_args()
     if args.parallel > 1 and not args.no_timing:
         parser.error("--parallel above 1 needs --no-timing: timed runs must have the device alone")
     args.out.mkdir(parents=True, exist_ok=True)
     folders = problem_folders(args.datasets)
     groups = shards_of(folders, args.shards) if args.shards > 1 else [list(args.datasets)]
-    runs = [(seed, index, group) for seed in args.seeds for index, group in enumerate(groups)]
     started = time.monotonic()
     deadline = started + args.limit if args.limit else None
+    runs = [(seed, f"seed{seed}" + (f"-shard{index}" if len(groups) > 1 else ""), group) for seed in args.seeds for index, group in enumerate(groups)]
+    done = run_all(args, runs, args.parallel, deadline)
+    retried = []
+    if args.parallel > 1 and args.retry_memory:
+        names = {definition_name(folder): folder for folder in folders}
+        again = sorted({(seed, trace.definition) for seed, _, traces_path, _ in done.values() if traces_path.exists()
+                        for trace in load_traces(traces_path) if trace.evaluation.status.value != "PASSED" and MEMORY_FAILURE.search(trace.evaluation.log)})
+        retried = [(seed, f"seed{seed}-alone-{name}", [names[name]]) for seed, name in again if name in names]
+        if retried:
+            print(f"{len(retried)} problem runs ran out of device memory beside the others: each again, alone", flush=True)
+        done.update(run_all(args, retried, 1, deadline))
+    return report(args, folders, done, {stem for _, stem, _ in retried}, time.monotonic() - started)
+
+
+def run_all(args: argparse.Namespace, runs: list[tuple[int, str, list[Path]]], parallel: int, deadline: float | None) -> dict:
+    """Each run (seed, name, problem paths) as one `solbench run`, `parallel` at a time, until the deadline:
+    name -> (seed, exit code, traces file, stopped at the deadline)."""
     waiting, going, done = list(runs), {}, {}
     while waiting or going:
-        while waiting and len(going) < args.parallel:
-            seed, index, group = waiting.pop(0)
-            stem = f"seed{seed}" + (f"-shard{index}" if len(groups) > 1 else "")
+        while waiting and len(going) < parallel and (deadline is None or time.monotonic() < deadline):
+            seed, stem, paths = waiting.pop(0)
             traces_path = args.out / f"traces-{stem}.jsonl"
             traces_path.unlink(missing_ok=True)
-            command = [sys.executable, "-m", "solbench.cli", "run", *map(str, group), "--seed", str(seed), "--synthesize-missing-blobs",
+            command = [sys.executable, "-m", "solbench.cli", "run", *map(str, paths), "--seed", str(seed), "--synthesize-missing-blobs",
                        "--workloads", args.workloads, "-o", str(traces_path), "--run-dir", str(args.out / f"run-{stem}")]
             command += ["--no-timing"] if args.no_timing else []
             log = (args.out / f"run-{stem}.log").open("w")
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-            going[(seed, index)] = (process, time.monotonic(), traces_path, log)
-        for key, (process, begun, traces_path, log) in list(going.items()):
+            going[stem] = (seed, process, time.monotonic(), traces_path, log)
+        if deadline is not None and time.monotonic() > deadline:
+            waiting.clear()
+        for stem, (seed, process, begun, traces_path, log) in list(going.items()):
             expired = deadline is not None and time.monotonic() > deadline
             if process.poll() is None and not expired:
                 continue
@@ -108,33 +133,30 @@ def main() -> int:
                     os.killpg(process.pid, signal.SIGKILL)
                     process.wait()
             log.close()
-            done[key] = (process.returncode, time.monotonic() - begun, traces_path, expired)
-            del going[key]
-            print(f"seed {key[0]} shard {key[1]}: exit code {process.returncode} after {done[key][1]:.0f} s" + (" (stopped at --limit)" if expired else ""), flush=True)
-        if deadline is not None and time.monotonic() > deadline:
-            waiting.clear()
+            done[stem] = (seed, process.returncode, traces_path, expired)
+            del going[stem]
+            print(f"{stem}: exit code {process.returncode} after {time.monotonic() - begun:.0f} s" + (" (stopped at --limit)" if expired else ""), flush=True)
         time.sleep(0.5)
-    return report(args, folders, groups, done, time.monotonic() - started)
+    return done
 
 
-def report(args: argparse.Namespace, folders: list[Path], groups: list[list[Path]], done: dict, wall: float) -> int:
-    summary: dict[str, object] = {"datasets": [str(d) for d in args.datasets], "shards": len(groups), "parallel": args.parallel,
-                                  "wall_s": round(wall, 1), "seeds": {}}
+def report(args: argparse.Namespace, folders: list[Path], done: dict, alone: set[str], wall: float) -> int:
+    """Per seed: the traces of every run, those of a problem run again alone replacing its earlier ones."""
+    summary: dict[str, object] = {"datasets": [str(d) for d in args.datasets], "parallel": args.parallel, "wall_s": round(wall, 1), "seeds": {}}
     failures: list[tuple[int, str, str, str, str]] = []
     incomplete = False
     names = {folder: definition_name(folder) for folder in folders}
     for seed in args.seeds:
-        traces, refused, codes = [], [], []
-        for index in range(len(groups)):
-            entry = done.get((seed, index))
-            if entry is None:
-                continue
-            code, _, traces_path, _ = entry
-            codes.append(code)
-            traces += load_traces(traces_path) if traces_path.exists() else []
-            stem = traces_path.stem.removeprefix("traces-")
+        runs = {stem: entry for stem, entry in done.items() if entry[0] == seed}
+        by_workload: dict[tuple[str, str], object] = {}
+        refused: list[str] = []
+        for stem in sorted(runs, key=lambda name: name in alone):  # the runs alone last: their traces win
+            _, _, traces_path, _ = runs[stem]
+            for trace in load_traces(traces_path) if traces_path.exists() else []:
+                by_workload[(trace.definition, trace.workload.uuid)] = trace
             log = args.out / f"run-{stem}.log"
             refused += [line for line in log.read_text().splitlines() if line.startswith("refused: ")] if log.exists() else []
+        traces = list(by_workload.values())
         statuses = Counter(t.evaluation.status.value for t in traces)
         problems = {t.definition for t in traces}
         not_reached = [str(folder) for folder, name in names.items()
@@ -145,16 +167,18 @@ def report(args: argparse.Namespace, folders: list[Path], groups: list[list[Path
             if trace.evaluation.status.value != "PASSED":
                 first = next((line for line in trace.evaluation.log.splitlines() if line.strip()), "")
                 failures.append((seed, trace.definition, trace.workload.uuid, trace.evaluation.status.value, first[:160]))
-        summary["seeds"][str(seed)] = {"exit_codes": codes, "problems": len(problems), "workloads": len(traces), "statuses": dict(statuses),
-                                        "refused": refused, "not_reached": not_reached,
-                                        "reference_nondeterministic": nondeterministic}
+        codes = [runs[stem][1] for stem in sorted(runs)]
+        summary["seeds"][str(seed)] = {"runs": len(runs), "run_alone": sorted(stem for stem in runs if stem in alone), "exit_codes": codes,
+                                        "problems": len(problems), "workloads": len(traces), "statuses": dict(statuses), "refused": refused,
+                                        "not_reached": not_reached, "reference_nondeterministic": nondeterministic}
         print(f"seed {seed}: {len(problems)} problems, {len(traces)} workloads, {dict(statuses)}, {len(refused)} refused"
-              + (f", {len(not_reached)} problems not reached" if not_reached else "") + f", exit codes {codes}", flush=True)
+              + (f", {len(not_reached)} problems not reached" if not_reached else "")
+              + (f", {sum(stem in alone for stem in runs)} problems run again alone" if alone else ""), flush=True)
         for line in refused:
             print(f"  {line}")
         if nondeterministic:  # explained by the trace: run twice on the same inputs, the reference disagreed with itself
             print(f"  reference non-deterministic beyond the tolerance (the trace says so): {', '.join(nondeterministic)}")
-    print(f"{wall:.0f} s wall, {len(groups)} shard(s), {args.parallel} at a time")
+    print(f"{wall:.0f} s wall, {args.parallel} run(s) at a time")
     for seed, problem, workload, status, line in failures:
         print(f"seed {seed}: {problem} / {workload[:12]}: {status}: {line}")
     summary["failures"] = [dict(zip(("seed", "problem", "workload", "status", "log"), f)) for f in failures]
