@@ -13,7 +13,9 @@
 #   RUN_PROBLEMS (problem folders, default: the bundled ones), RUN_LIMIT (s, default 330)
 #   self-check-all / models-all: every workload of the fixture + synthetic set (seeds SELF_CHECK_SEEDS) / of solbench:models
 #   (seed 1) against itself, correctness only, SWEEP_SHARDS / MODELS_SHARDS runs sharing the GPU, stopped after SWEEP_LIMIT - 40 s
-#   (default 540); their traces go under WORK (default /tmp/h200-work); a problem that ran out of memory beside the others runs again alone.
+#   (default 540); their traces go under WORK (default /tmp/h200-work); a problem that ran out of memory beside the others runs again alone;
+#   SWEEP_RESUME=1 continues the traces already under WORK (to span calls: bring them back packed, unpack them into an ignored
+#   folder of the checkout, carry it, and point WORK at it).
 #   verify-all: fixture, bundled and synthetic in one sol --verify; verify-slow: synthetic 173-176 alone (eager references of seconds per call).
 set -uo pipefail
 OUT=${OUT:-/tmp/h200-checks}
@@ -73,9 +75,9 @@ for name in "${steps[@]}"; do
     run-examples) step run-examples 120 python3 -m solbench.cli run src/solbench/dataset/problems/silu_and_mul_llama3_8b --solutions examples \
         --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" --run-dir "$OUT/run-examples" --baselines "$OUT/baselines" ;;
     self-check-all) step self-check-all "$SWEEP_LIMIT" python3 benchmarks/reference_self_check.py tests/fixtures/sol_execbench_layout "$SYNTHETIC" \
-        --seeds $SELF_CHECK_SEEDS --no-timing --workloads all --shards "$SWEEP_SHARDS" --parallel "${SWEEP_PARALLEL:-$SWEEP_SHARDS}" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/self-check-all" ;;
+        --seeds $SELF_CHECK_SEEDS --no-timing --workloads all --shards "$SWEEP_SHARDS" --parallel "${SWEEP_PARALLEL:-$SWEEP_SHARDS}" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/self-check-all" ${SWEEP_RESUME:+--resume} ;;
     models-all) step models-all "$SWEEP_LIMIT" python3 benchmarks/reference_self_check.py solbench:models --seeds 1 --no-timing --workloads all \
-        --shards "$MODELS_SHARDS" --parallel "$MODELS_SHARDS" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/models-all" ;;
+        --shards "$MODELS_SHARDS" --parallel "$MODELS_SHARDS" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/models-all" ${SWEEP_RESUME:+--resume} ;;
     verify-slow) step verify-slow "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify $(ls -d $SYNTHETIC/L2/17[3-6]_*) --workloads "$VERIFY_WORKLOADS" \
         --compile-mode none --budget "$VERIFY_BUDGET" -o "$OUT/verify-slow.jsonl" ;;  # SSM/linear-attention backward: eager calls of seconds each
     verify-all) step verify-all "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify tests/fixtures/sol_execbench_layout src/solbench/dataset/problems \

@@ -6,13 +6,15 @@ where its two results disagree).
 
     python3 benchmarks/reference_self_check.py DATASET... [--seeds 1 2] [--out DIR] [--no-timing]
                                                [--workloads all|smallest:N] [--shards K] [--parallel P]
+                                               [--limit S] [--resume] [--no-retry-memory]
 
 `--shards K` splits the problem folders into K groups of about equal workload counts and runs one
 `solbench run` per group and seed, P of them at a time: correctness-only sweeps of a whole dataset
 share one GPU this way (never use it with timing: timed runs must have the GPU alone). A problem
 whose traces say it ran out of device memory beside the others is then run again alone (its new
 traces replace the old; --no-retry-memory turns this off). `--limit S` stops what still runs after
-S seconds; the traces written so far are kept and counted.
+S seconds; the traces written so far are kept and counted, and `--resume` (same --out, same
+options) evaluates only the workloads they lack, so a sweep can span several sittings.
 
 Writes DIR/traces-seed<S>[-shard<i>].jsonl, each run's folder and log, and DIR/self-check.json (per
 seed: problems, workloads, statuses, wall time, problems not reached); exit code 1 when any workload
@@ -25,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -80,6 +83,8 @@ def main() -> int:
     parser.add_argument("--shards", type=int, default=1, help="split the problems into this many groups, one run each")
     parser.add_argument("--parallel", type=int, default=1, help="runs at a time (with --no-timing only)")
     parser.add_argument("--limit", type=float, default=None, help="seconds after which runs still going are stopped")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the traces already in --out and evaluate only the workloads they lack (a sweep longer than one sitting)")
     parser.add_argument("--no-retry-memory", dest="retry_memory", action="store_false",
                         help="with --parallel: do not run again, alone, the problems that ran out of device memory beside the others")
     args = parser.parse_args()
@@ -112,11 +117,16 @@ def run_all(args: argparse.Namespace, runs: list[tuple[int, str, list[Path]]], p
         while waiting and len(going) < parallel and (deadline is None or time.monotonic() < deadline):
             seed, stem, paths = waiting.pop(0)
             traces_path = args.out / f"traces-{stem}.jsonl"
-            traces_path.unlink(missing_ok=True)
+            if not args.resume:
+                traces_path.unlink(missing_ok=True)
+            run_dir = args.out / f"run-{stem}"
+            if run_dir.exists() and not args.resume:
+                print(f"{stem}: the earlier run in {run_dir} is replaced (--resume continues it instead)", flush=True)
+                shutil.rmtree(run_dir)
             command = [sys.executable, "-m", "solbench.cli", "run", *map(str, paths), "--seed", str(seed), "--synthesize-missing-blobs",
-                       "--workloads", args.workloads, "-o", str(traces_path), "--run-dir", str(args.out / f"run-{stem}")]
-            command += ["--no-timing"] if args.no_timing else []
-            log = (args.out / f"run-{stem}.log").open("w")
+                       "--workloads", args.workloads, "-o", str(traces_path), "--run-dir", str(run_dir)]
+            command += (["--no-timing"] if args.no_timing else []) + (["--resume"] if args.resume else [])
+            log = (args.out / f"run-{stem}.log").open("a" if args.resume else "w")
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
             going[stem] = (seed, process, time.monotonic(), traces_path, log)
         if deadline is not None and time.monotonic() > deadline:
