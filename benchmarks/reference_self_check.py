@@ -92,7 +92,7 @@ def main() -> int:
         parser.error("--parallel above 1 needs --no-timing: timed runs must have the device alone")
     args.out.mkdir(parents=True, exist_ok=True)
     folders = problem_folders(args.datasets)
-    groups = shards_of(folders, args.shards) if args.shards > 1 else [list(args.datasets)]
+    groups = shards_of(folders, args.shards) if args.shards > 1 and folders else [list(args.datasets)]  # no problem folders (a FlashInfer-Trace folder): one run
     started = time.monotonic()
     deadline = started + args.limit if args.limit else None
     runs = [(seed, f"seed{seed}" + (f"-shard{index}" if len(groups) > 1 else ""), group) for seed in args.seeds for index, group in enumerate(groups)]
