@@ -16,7 +16,7 @@
 #   (default 540); their traces go under WORK (default /tmp/h200-work); a problem that ran out of memory beside the others runs again alone;
 #   SWEEP_RESUME=1 continues the traces already under WORK (to span calls: bring them back packed, unpack them into an ignored
 #   folder of the checkout, carry it, and point WORK at it).
-#   verify-all: fixture, bundled and synthetic in one sol --verify; verify-slow: synthetic 173-176 alone (eager references of seconds per call).
+#   verify-all: fixture, bundled and synthetic (but 173-176) in one sol --verify; verify-slow: synthetic 173-176 alone (eager references of seconds per call).
 set -uo pipefail
 OUT=${OUT:-/tmp/h200-checks}
 mkdir -p "$OUT"
@@ -81,8 +81,8 @@ for name in "${steps[@]}"; do
     verify-slow) step verify-slow "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify $(ls -d $SYNTHETIC/L2/17[3-6]_*) --workloads "$VERIFY_WORKLOADS" \
         --compile-mode none --budget "$VERIFY_BUDGET" -o "$OUT/verify-slow.jsonl" ;;  # SSM/linear-attention backward: eager calls of seconds each
     verify-all) step verify-all "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify tests/fixtures/sol_execbench_layout src/solbench/dataset/problems \
-        $(ls -d $SYNTHETIC/*/* | grep -v '/L2/17[3-6]_') $(ls -d $SYNTHETIC/L2/17[3-6]_*) --workloads "$VERIFY_WORKLOADS" --compile-mode "$VERIFY_COMPILE" \
-        --budget "$VERIFY_BUDGET" --synthesize-missing-blobs -o "$OUT/verify-all.jsonl" ;;  # the slow SSM backward problems last
+        $(ls -d $SYNTHETIC/*/* | grep -v '/L2/17[3-6]_') --workloads "$VERIFY_WORKLOADS" --compile-mode "$VERIFY_COMPILE" \
+        --budget "$VERIFY_BUDGET" --synthesize-missing-blobs -o "$OUT/verify-all.jsonl" ;;  # all but the slow four: verify-slow
     survey) step survey 560 python3 tests/exploits/survey.py --device cuda --parallel 6 --json "$OUT/survey.json" ;;  # issue 12: what each corpus sample gets
     ncu-memory) step ncu-memory 560 python3 benchmarks/timing_vs_ncu.py --kinds memory --json "$OUT/ncu-memory.json" ;;
     *) echo "unknown step $name" >&2; exit 2 ;;

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -35,6 +34,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from solbench.bench.memory import says_out_of_memory
 from solbench.data.loaders import load_traces
 from solbench.dataset import resolve_set_paths
 
@@ -70,7 +70,12 @@ def shards_of(folders: list[Path], count: int) -> list[list[Path]]:
     return [sorted(group) for group in groups if group]
 
 
-MEMORY_FAILURE = re.compile(r"out of memory|OutOfMemoryError|ALLOC_FAILED|CUDA-capable device\(s\) is/are busy")
+# Besides the allocators' own reports: cuBLAS/cuDNN handles and CUDA contexts that could not be made on a full device.
+CROWDED_DEVICE = ("ALLOC_FAILED", "CUDA-capable device(s) is/are busy")
+
+
+def ran_out_of_memory(log: str) -> bool:
+    return says_out_of_memory(log) or any(phrase in log for phrase in CROWDED_DEVICE)
 
 
 def main() -> int:
@@ -101,7 +106,7 @@ def main() -> int:
     if args.parallel > 1 and args.retry_memory:
         names = {definition_name(folder): folder for folder in folders}
         again = sorted({(seed, trace.definition) for seed, _, traces_path, _ in done.values() if traces_path.exists()
-                        for trace in load_traces(traces_path) if trace.evaluation.status.value != "PASSED" and MEMORY_FAILURE.search(trace.evaluation.log)})
+                        for trace in load_traces(traces_path) if trace.evaluation.status.value != "PASSED" and ran_out_of_memory(trace.evaluation.log)})
         retried = [(seed, f"seed{seed}-alone-{name}", [names[name]]) for seed, name in again if name in names]
         if retried:
             print(f"{len(retried)} problem runs ran out of device memory beside the others: each again, alone", flush=True)

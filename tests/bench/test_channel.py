@@ -53,4 +53,3 @@ def test_a_worker_killed_then_closed_leaves_the_next_workers_channel_working(tmp
         assert answer["device"] == "cpu"
     finally:
         second.close()
-

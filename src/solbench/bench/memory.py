@@ -13,14 +13,19 @@ _REQUEST_PATTERNS = (
 )
 
 
+def says_out_of_memory(text: str) -> bool:
+    """Whether a message (an exception's, or a trace's log) is an allocator's out-of-memory report."""
+    lowered = text.lower()
+    return any(pattern in lowered for pattern in _OOM_PATTERNS)
+
+
 def memory_failure(exc: BaseException, device: str) -> str | None:
     """A one-line description of an out-of-memory failure (what was being allocated, the device's
     free and total memory where known); None when `exc` is not one."""
     import torch
 
     message = str(exc)
-    is_oom = isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or (
-        isinstance(exc, RuntimeError) and any(pattern in message.lower() for pattern in _OOM_PATTERNS))
+    is_oom = isinstance(exc, (MemoryError, torch.OutOfMemoryError)) or (isinstance(exc, RuntimeError) and says_out_of_memory(message))
     if not is_oom:
         return None
     parts = [type(exc).__name__]

@@ -115,7 +115,7 @@ def capture_concrete(problem: Problem, workload: Workload, decompose: Any = None
     run = reference_module(problem.definition).run
     axes = problem.axes(workload)
     real = _real_inputs(problem, workload, axes)
-    fixed = seed_independent(problem, workload, real) if may_fix is not False else set()
+    fixed = seed_independent(problem, workload, real, draws_checked=may_fix is True) if may_fix is not False else set()
     try:
         with FakeTensorMode(allow_non_fake_inputs=True) as mode:
             arguments = _arguments(problem, workload, axes, mode, real)
