@@ -16,7 +16,8 @@
 #   (default 540); their traces go under WORK (default /tmp/h200-work); a problem that ran out of memory beside the others runs again alone;
 #   SWEEP_RESUME=1 continues the traces already under WORK (to span calls: bring them back packed, unpack them into an ignored
 #   folder of the checkout, carry it, and point WORK at it).
-#   verify-all: fixture, bundled and synthetic (but 173-176) in one sol --verify; verify-slow: synthetic 173-176 alone (eager references of seconds per call).
+#   verify-all: fixture, bundled and synthetic (but 173-176) in one sol --verify; verify-slow: synthetic 173-176 alone (eager references of seconds
+#   per call; SLOW_PROBLEMS, a glob of their numbers, picks some, e.g. 17[4-6]).
 set -uo pipefail
 OUT=${OUT:-/tmp/h200-checks}
 mkdir -p "$OUT"
@@ -78,7 +79,7 @@ for name in "${steps[@]}"; do
         --seeds $SELF_CHECK_SEEDS --no-timing --workloads all --shards "$SWEEP_SHARDS" --parallel "${SWEEP_PARALLEL:-$SWEEP_SHARDS}" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/self-check-all" ${SWEEP_RESUME:+--resume} ;;
     models-all) step models-all "$SWEEP_LIMIT" python3 benchmarks/reference_self_check.py solbench:models --seeds 1 --no-timing --workloads all \
         --shards "$MODELS_SHARDS" --parallel "$MODELS_SHARDS" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/models-all" ${SWEEP_RESUME:+--resume} ;;
-    verify-slow) step verify-slow "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify $(ls -d $SYNTHETIC/L2/17[3-6]_*) --workloads "$VERIFY_WORKLOADS" \
+    verify-slow) step verify-slow "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify $(ls -d $SYNTHETIC/L2/${SLOW_PROBLEMS:-17[3-6]}_*) --workloads "$VERIFY_WORKLOADS" \
         --compile-mode none --budget "$VERIFY_BUDGET" -o "$OUT/verify-slow.jsonl" ;;  # SSM/linear-attention backward: eager calls of seconds each
     verify-all) step verify-all "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify tests/fixtures/sol_execbench_layout src/solbench/dataset/problems \
         $(ls -d $SYNTHETIC/*/* | grep -v '/L2/17[3-6]_') --workloads "$VERIFY_WORKLOADS" --compile-mode "$VERIFY_COMPILE" \

@@ -10,11 +10,16 @@ where its two results disagree).
 
 `--shards K` splits the problem folders into K groups of about equal workload counts and runs one
 `solbench run` per group and seed, P of them at a time: correctness-only sweeps of a whole dataset
-share one GPU this way (never use it with timing: timed runs must have the GPU alone). A problem
-whose traces say it ran out of device memory beside the others is then run again alone (its new
-traces replace the old; --no-retry-memory turns this off). `--limit S` stops what still runs after
-S seconds; the traces written so far are kept and counted, and `--resume` (same --out, same
-options) evaluates only the workloads they lack, so a sweep can span several sittings.
+share one GPU this way (never use it with timing: timed runs must have the GPU alone). Correctness-only
+runs get SOLBENCH_SHARED_DEVICE=1: each process hands its allocator's cached device memory back after
+every request (one problem's largest workload does not keep its memory from the other runs, nor the
+reference worker's from the solution worker). The problems
+whose traces say they ran out of device memory beside the others are then run again, half as many at
+a time, and what still ran out, alone (their new traces replace the old; --no-retry-memory turns
+this off). `--limit S` stops what still runs after S seconds; the traces written so far are kept and
+counted, and `--resume` (same --out, same options) evaluates only the workloads they lack, so a sweep
+can span several sittings; workloads that ran out of device memory in an earlier sitting are
+evaluated again (their traces are moved to traces-*.memory-failures.jsonl).
 
 Writes DIR/traces-seed<S>[-shard<i>].jsonl, each run's folder and log, and DIR/self-check.json (per
 seed: problems, workloads, statuses, wall time, problems not reached); exit code 1 when any workload
@@ -34,7 +39,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from solbench.bench.memory import says_out_of_memory
+from solbench.bench.memory import SHARED_DEVICE_ENV, says_out_of_memory
 from solbench.data.loaders import load_traces
 from solbench.dataset import resolve_set_paths
 
@@ -70,8 +75,9 @@ def shards_of(folders: list[Path], count: int) -> list[list[Path]]:
     return [sorted(group) for group in groups if group]
 
 
-# Besides the allocators' own reports: cuBLAS/cuDNN handles and CUDA contexts that could not be made on a full device.
-CROWDED_DEVICE = ("ALLOC_FAILED", "CUDA-capable device(s) is/are busy")
+# Besides the allocators' own reports: cuBLAS/cuDNN handles and CUDA contexts that could not be made on a full device,
+# and cuDNN's internal error (seen only in crowded sweeps: 036_sdpa_prefill_causal, 2026-12-02; the run alone tells).
+CROWDED_DEVICE = ("ALLOC_FAILED", "CUDA-capable device(s) is/are busy", "CUDNN_STATUS_INTERNAL_ERROR")
 
 
 def ran_out_of_memory(log: str) -> bool:
@@ -101,17 +107,49 @@ def main() -> int:
     started = time.monotonic()
     deadline = started + args.limit if args.limit else None
     runs = [(seed, f"seed{seed}" + (f"-shard{index}" if len(groups) > 1 else ""), group) for seed in args.seeds for index, group in enumerate(groups)]
+    if args.resume:
+        for _, stem, _ in runs:
+            set_memory_failures_aside(args.out, stem)
     done = run_all(args, runs, args.parallel, deadline)
-    retried = []
-    if args.parallel > 1 and args.retry_memory:
-        names = {definition_name(folder): folder for folder in folders}
-        again = sorted({(seed, trace.definition) for seed, _, traces_path, _ in done.values() if traces_path.exists()
-                        for trace in load_traces(traces_path) if trace.evaluation.status.value != "PASSED" and ran_out_of_memory(trace.evaluation.log)})
-        retried = [(seed, f"seed{seed}-alone-{name}", [names[name]]) for seed, name in again if name in names]
-        if retried:
-            print(f"{len(retried)} problem runs ran out of device memory beside the others: each again, alone", flush=True)
-        done.update(run_all(args, retried, 1, deadline))
-    return report(args, folders, done, {stem for _, stem, _ in retried}, time.monotonic() - started)
+    retried: list[str] = []  # the retry runs, in the order their traces win
+    names = {definition_name(folder): folder for folder in folders}
+    for parallel in sorted({max(1, args.parallel // 2), 1}, reverse=True) if args.parallel > 1 and args.retry_memory else []:
+        again = sorted({(seed, trace.definition) for stem, (seed, _, traces_path, _) in done.items() if traces_path.exists()
+                        and (not retried or stem in retried) for trace in load_traces(traces_path)
+                        if trace.evaluation.status.value != "PASSED" and ran_out_of_memory(trace.evaluation.log)})
+        label = "alone" if parallel == 1 else f"by{parallel}"
+        runs = [(seed, f"seed{seed}-{label}-{name}", [names[name]]) for seed, name in again if name in names]
+        if runs:
+            print(f"{len(runs)} problem runs ran out of device memory beside the others: each again, "
+                  + ("alone" if parallel == 1 else f"{parallel} at a time"), flush=True)
+        if args.resume:
+            for _, stem, _ in runs:
+                set_memory_failures_aside(args.out, stem)
+        done.update(run_all(args, runs, parallel, deadline))
+        retried += [stem for _, stem, _ in runs]
+    return report(args, folders, done, retried, time.monotonic() - started)
+
+
+def set_memory_failures_aside(out: Path, stem: str) -> None:
+    """For a resumed sweep: a run's traces that ran out of device memory are moved to
+    traces-<stem>.memory-failures.jsonl (from the traces file and the run folder's), so they are evaluated again."""
+    for path in (out / f"traces-{stem}.jsonl", out / f"run-{stem}" / "traces.jsonl"):
+        if not path.exists():
+            continue
+        lines = [line for line in path.read_text().splitlines() if line.strip()]
+        traces = load_traces(path)
+        if len(traces) != len(lines):  # not one trace per line: left as it is
+            continue
+        failed = [line for line, trace in zip(lines, traces)
+                  if trace.evaluation is not None and trace.evaluation.status.value != "PASSED" and ran_out_of_memory(trace.evaluation.log)]
+        if not failed:
+            continue
+        kept = [line for line in lines if line not in set(failed)]
+        if path.parent == out:
+            with (out / f"traces-{stem}.memory-failures.jsonl").open("a") as aside:
+                aside.write("".join(line + "\n" for line in failed))
+        path.write_text("".join(line + "\n" for line in kept))
+        print(f"{path}: {len(failed)} workloads that ran out of device memory are evaluated again", flush=True)
 
 
 def run_all(args: argparse.Namespace, runs: list[tuple[int, str, list[Path]]], parallel: int, deadline: float | None) -> dict:
@@ -132,7 +170,8 @@ def run_all(args: argparse.Namespace, runs: list[tuple[int, str, list[Path]]], p
                        "--workloads", args.workloads, "-o", str(traces_path), "--run-dir", str(run_dir)]
             command += (["--no-timing"] if args.no_timing else []) + (["--resume"] if args.resume else [])
             log = (args.out / f"run-{stem}.log").open("a" if args.resume else "w")
-            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            environment = {**os.environ, SHARED_DEVICE_ENV: "1"} if args.no_timing else None  # alone too: a run's two workers share the device
+            process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=environment)
             going[stem] = (seed, process, time.monotonic(), traces_path, log)
         if deadline is not None and time.monotonic() > deadline:
             waiting.clear()
@@ -155,8 +194,8 @@ def run_all(args: argparse.Namespace, runs: list[tuple[int, str, list[Path]]], p
     return done
 
 
-def report(args: argparse.Namespace, folders: list[Path], done: dict, alone: set[str], wall: float) -> int:
-    """Per seed: the traces of every run, those of a problem run again alone replacing its earlier ones."""
+def report(args: argparse.Namespace, folders: list[Path], done: dict, retried: list[str], wall: float) -> int:
+    """Per seed: the traces of every run, those of a problem run again replacing its earlier ones (the later retry wins)."""
     summary: dict[str, object] = {"datasets": [str(d) for d in args.datasets], "parallel": args.parallel, "wall_s": round(wall, 1), "seeds": {}}
     failures: list[tuple[int, str, str, str, str]] = []
     incomplete = False
@@ -165,7 +204,7 @@ def report(args: argparse.Namespace, folders: list[Path], done: dict, alone: set
         runs = {stem: entry for stem, entry in done.items() if entry[0] == seed}
         by_workload: dict[tuple[str, str], object] = {}
         refused: list[str] = []
-        for stem in sorted(runs, key=lambda name: name in alone):  # the runs alone last: their traces win
+        for stem in sorted(runs, key=lambda name: retried.index(name) + 1 if name in retried else 0):  # retries last: their traces win
             _, _, traces_path, _ = runs[stem]
             for trace in load_traces(traces_path) if traces_path.exists() else []:
                 by_workload[(trace.definition, trace.workload.uuid)] = trace
@@ -183,12 +222,12 @@ def report(args: argparse.Namespace, folders: list[Path], done: dict, alone: set
                 first = next((line for line in trace.evaluation.log.splitlines() if line.strip()), "")
                 failures.append((seed, trace.definition, trace.workload.uuid, trace.evaluation.status.value, first[:160]))
         codes = [runs[stem][1] for stem in sorted(runs)]
-        summary["seeds"][str(seed)] = {"runs": len(runs), "run_alone": sorted(stem for stem in runs if stem in alone), "exit_codes": codes,
+        summary["seeds"][str(seed)] = {"runs": len(runs), "run_again": sorted(stem for stem in runs if stem in retried), "exit_codes": codes,
                                         "problems": len(problems), "workloads": len(traces), "statuses": dict(statuses), "refused": refused,
                                         "not_reached": not_reached, "reference_nondeterministic": nondeterministic}
         print(f"seed {seed}: {len(problems)} problems, {len(traces)} workloads, {dict(statuses)}, {len(refused)} refused"
               + (f", {len(not_reached)} problems not reached" if not_reached else "")
-              + (f", {sum(stem in alone for stem in runs)} problems run again alone" if alone else ""), flush=True)
+              + (f", {sum(stem in retried for stem in runs)} problem runs again after running out of memory" if retried else ""), flush=True)
         for line in refused:
             print(f"  {line}")
         if nondeterministic:  # explained by the trace: run twice on the same inputs, the reference disagreed with itself

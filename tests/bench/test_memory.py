@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from solbench.bench.memory import device_memory, memory_failure
+from solbench.bench.memory import SHARED_DEVICE_ENV, device_memory, memory_failure, return_cached_memory, shares_device
 from solbench.bench.orchestrator import EvalOptions, evaluate
 from solbench.data.inline import inline_problem, inline_solution
 from solbench.data.trace import Status
@@ -51,3 +51,42 @@ def test_a_reference_out_of_memory_is_retried_once_and_reported_as_memory(tmp_pa
     assert "the reference ran out of memory: RuntimeError; allocating" in first_line, log
     assert first_line.endswith("again with the solution worker stopped"), log
     assert "Traceback" not in log
+
+
+@pytest.mark.parametrize(("value", "shared"), [(None, False), ("", False), ("0", False), ("1", True), ("yes", True)])
+def test_sharing_the_device_is_asked_for_by_the_environment(monkeypatch: pytest.MonkeyPatch, value: str | None, shared: bool):
+    if value is None:
+        monkeypatch.delenv(SHARED_DEVICE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(SHARED_DEVICE_ENV, value)
+    assert shares_device() is shared
+
+
+def test_a_reference_passes_against_itself_with_the_device_shared(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The workers inherit SOLBENCH_SHARED_DEVICE (a kept prefix of the scrubbed environment) and still answer every request."""
+    monkeypatch.setenv(SHARED_DEVICE_ENV, "1")
+    problem = inline_problem("triple", "def run(x):\n    return x * 3\n", {"x": ([64], "float32")}, {"y": ([64], "float32")})
+    solution = inline_solution("triple", problem.name, "pytorch", "k.py::run", {"k.py": "def run(x):\n    return x * 3\n"}, dps=False)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    (trace,) = evaluate(problem, solution, EvalOptions(device=device, trials=2, hidden=0, timing=False, cache_root=tmp_path))
+    assert trace.evaluation.status == Status.PASSED, trace.evaluation.log
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cached_device_memory_is_given_back_only_when_the_device_is_shared(monkeypatch: pytest.MonkeyPatch):
+    def cache_some() -> int:
+        block = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+        del block
+        return torch.cuda.memory_reserved()
+
+    monkeypatch.delenv(SHARED_DEVICE_ENV, raising=False)
+    torch.cuda.empty_cache()
+    assert cache_some() >= 64 << 20
+    return_cached_memory("cuda:0")
+    assert torch.cuda.memory_reserved() >= 64 << 20  # not shared: the allocator keeps its cache
+    monkeypatch.setenv(SHARED_DEVICE_ENV, "1")
+    return_cached_memory("cpu")
+    assert torch.cuda.memory_reserved() >= 64 << 20  # asked for another device: nothing happens
+    return_cached_memory("cuda:0")
+    assert torch.cuda.memory_reserved() == 0

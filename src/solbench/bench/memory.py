@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
+
+# Set (to 1) for correctness-only runs that share their GPU (benchmarks/reference_self_check.py sets it): the
+# orchestrator and its workers then hand cached device memory back after each request, so that the memory one
+# problem's largest workload needed is free for the other runs and the other worker, not kept by an idle allocator.
+SHARED_DEVICE_ENV = "SOLBENCH_SHARED_DEVICE"
 
 # What torch's allocators say when an allocation fails (CUDA caching allocator, CPU allocator).
 _OOM_PATTERNS = ("out of memory", "can't allocate memory", "cannot allocate memory", "not enough memory")
@@ -37,6 +43,19 @@ def memory_failure(exc: BaseException, device: str) -> str | None:
         free, total = memory
         parts.append(f"{'device' if device.startswith('cuda') else 'host'} memory {_gib(free)} free of {_gib(total)}")
     return "; ".join(parts)
+
+
+def shares_device() -> bool:
+    return os.environ.get(SHARED_DEVICE_ENV, "") not in ("", "0")
+
+
+def return_cached_memory(device: str) -> None:
+    """Under SOLBENCH_SHARED_DEVICE: give the CUDA allocator's unused cached blocks back to the device."""
+    if device.startswith("cuda") and shares_device():
+        import torch
+
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
 
 
 def device_memory(device: str) -> tuple[int, int] | None:

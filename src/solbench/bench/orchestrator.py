@@ -14,6 +14,7 @@ import time
 from typing import Any, Callable, Iterable
 
 from solbench.bench import verdicts
+from solbench.bench.memory import return_cached_memory
 from solbench.bench.correctness import Comparison, compare_outputs, merge
 from solbench.bench.messages import ExpectAnswer, ExpectRequest, OutputSpec, PrepareRequest, RunAnswer, RunRequest, TimeAnswer, TimeRequest
 from solbench.bench.options import DEFAULT_CACHE, EvalOptions
@@ -437,6 +438,7 @@ def evaluate(problem: Problem, solution: Solution, options: EvalOptions | None =
             if workload.uuid in skip:
                 continue
             trace = run.evaluate_workload(workload)
+            return_cached_memory(run.device)
             traces.append(trace)
             if on_trace is not None:
                 on_trace(trace)

@@ -27,7 +27,7 @@ from typing import Any, Callable
 from solbench.bench.builders import build
 from solbench.bench.integrity import Snapshot, precision_state
 from solbench.bench.ipc import export_cuda, probe_tensor
-from solbench.bench.memory import device_memory, memory_failure
+from solbench.bench.memory import device_memory, memory_failure, return_cached_memory
 from solbench.bench.messages import (
     BuildAnswer, BuildRequest, ExpectAnswer, ExpectRequest, HelloAnswer, HelloRequest, LoadProblemAnswer, LoadProblemRequest,
     MalformedMessage, OutputSpec, PrepareRequest, Request, RunAnswer, RunRequest, TimeAnswer, TimeRequest, parse_request, to_wire,
@@ -570,6 +570,7 @@ def serve(channel: Channel, worker: Worker) -> None:
             answer = {"ok": True, **to_wire(handler(parsed))}
         except Exception as exc:  # noqa: BLE001 - the solution may raise anything; report it
             answer = _failure(exc)
+        return_cached_memory(worker.device)
         if worker.role == "solution" and command in SOLUTION_STEPS:
             changes = worker.snapshot.changes() if worker.snapshot is not None else []
             if changes:
