@@ -5,7 +5,7 @@
 #   bash benchmarks/h200_checks.sh [STEP...]   steps: gate gpu-tests gpu-other corpus legit overhead overhead-ungated ncu-gemm ncu-memory
 #        synthetic tightness verify-bundled verify-synthetic self-check
 #        throughput throughput-reuse throughput-no-ahead run-bundled run-models run-examples survey
-#        self-check-all models-all verify-all verify-slow
+#        self-check-all models-all verify-all verify-slow restore
 #   SYNTHETIC (default /tmp/syn): where the synthetic dataset is written; VERIFY_SUBSET: problem folders of it to verify
 #   (a glob under $SYNTHETIC, default all; SELF_CHECK_SUBSET likewise); VERIFY_WORKLOADS (default spread:2); VERIFY_COMPILE (default: default;
 #   none: eager only); VERIFY_BUDGET (s per workload and candidate, default 1); VERIFY_LIMIT (s per verify step, default 560);
@@ -14,8 +14,8 @@
 #   self-check-all / models-all: every workload of the fixture + synthetic set (seeds SELF_CHECK_SEEDS) / of solbench:models
 #   (seed 1) against itself, correctness only, SWEEP_SHARDS / MODELS_SHARDS runs sharing the GPU, stopped after SWEEP_LIMIT - 40 s
 #   (default 540); their traces go under WORK (default /tmp/h200-work); a problem that ran out of memory beside the others runs again alone;
-#   SWEEP_RESUME=1 continues the traces already under WORK (to span calls: bring them back packed, unpack them into an ignored
-#   folder of the checkout, carry it, and point WORK at it).
+#   SWEEP_RESUME=1 continues the traces already under WORK (to span calls: bring them back packed, and unpack them with the step
+#   restore: SWEEP_STATE=the .tgz, SWEEP_PARTS=its folders to take, e.g. self-check-all; default all).
 #   verify-all: fixture, bundled and synthetic (but 173-176) in one sol --verify; verify-slow: synthetic 173-176 alone (eager references of seconds
 #   per call; SLOW_PROBLEMS, a glob of their numbers, picks some, e.g. 17[4-6]).
 set -uo pipefail
@@ -79,6 +79,7 @@ for name in "${steps[@]}"; do
         --seeds $SELF_CHECK_SEEDS --no-timing --workloads all --shards "$SWEEP_SHARDS" --parallel "${SWEEP_PARALLEL:-$SWEEP_SHARDS}" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/self-check-all" ${SWEEP_RESUME:+--resume} ;;
     models-all) step models-all "$SWEEP_LIMIT" python3 benchmarks/reference_self_check.py solbench:models --seeds 1 --no-timing --workloads all \
         --shards "$MODELS_SHARDS" --parallel "$MODELS_SHARDS" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/models-all" ${SWEEP_RESUME:+--resume} ;;
+    restore) step restore 60 tar xzf "${SWEEP_STATE:?SWEEP_STATE names the packed traces of a sweep}" -C "$(mkdir -p "$WORK" && echo "$WORK")" ${SWEEP_PARTS:-} ;;
     verify-slow) step verify-slow "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify $(ls -d $SYNTHETIC/L2/${SLOW_PROBLEMS:-17[3-6]}_*) --workloads "$VERIFY_WORKLOADS" \
         --compile-mode none --budget "$VERIFY_BUDGET" -o "$OUT/verify-slow.jsonl" ;;  # SSM/linear-attention backward: eager calls of seconds each
     verify-all) step verify-all "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify tests/fixtures/sol_execbench_layout src/solbench/dataset/problems \
