@@ -140,11 +140,12 @@ def set_memory_failures_aside(out: Path, stem: str) -> None:
         traces = load_traces(path)
         if len(traces) != len(lines):  # not one trace per line: left as it is
             continue
-        failed = [line for line, trace in zip(lines, traces)
-                  if trace.evaluation is not None and trace.evaluation.status.value != "PASSED" and ran_out_of_memory(trace.evaluation.log)]
+        memory = [trace.evaluation is not None and trace.evaluation.status.value != "PASSED" and ran_out_of_memory(trace.evaluation.log)
+                  for trace in traces]
+        failed = [line for line, out_of_memory in zip(lines, memory) if out_of_memory]
         if not failed:
             continue
-        kept = [line for line in lines if line not in set(failed)]
+        kept = [line for line, out_of_memory in zip(lines, memory) if not out_of_memory]
         if path.parent == out:
             with (out / f"traces-{stem}.memory-failures.jsonl").open("a") as aside:
                 aside.write("".join(line + "\n" for line in failed))

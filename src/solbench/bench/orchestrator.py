@@ -14,8 +14,8 @@ import time
 from typing import Any, Callable, Iterable
 
 from solbench.bench import verdicts
-from solbench.bench.memory import return_cached_memory
 from solbench.bench.correctness import Comparison, compare_outputs, merge
+from solbench.bench.memory import return_cached_memory
 from solbench.bench.messages import ExpectAnswer, ExpectRequest, OutputSpec, PrepareRequest, RunAnswer, RunRequest, TimeAnswer, TimeRequest
 from solbench.bench.options import DEFAULT_CACHE, EvalOptions
 from solbench.bench.phases import PhaseClock

@@ -57,9 +57,9 @@ def _with_frees(lines: list[str], tensors: set[str]) -> list[str]:
             continue
         indent, statement, freed = found.groups()
         body.append(indent + statement)
-        dead = [name for name in freed.split(" = ") if name.strip() in tensors]
+        dead = [name for name in freed.split(" = ") if name in tensors]
         if dead:
-            body.append(f"{indent}del {', '.join(name.strip() for name in dead)}")
+            body.append(f"{indent}del {', '.join(dead)}")
     return body
 
 
@@ -96,7 +96,7 @@ def reference_source(captured: Captured, docstring: str) -> str:
     _clean(graph)
     code = graph.python_code(root_module="self")
     lines = code.src.strip("\n").split("\n")
-    body = _with_frees(lines[1:], _tensor_names(graph) - set(names))
+    body = _with_frees(lines[1:], _tensor_names(graph))  # the inputs are placeholders: never deleted
     body = [line for line in body if line.strip()]
     first = captured.inputs[0].name
     text = "\n".join(body)
