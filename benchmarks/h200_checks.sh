@@ -15,7 +15,8 @@
 #   (seed 1) against itself, correctness only, SWEEP_SHARDS / MODELS_SHARDS runs sharing the GPU, stopped after SWEEP_LIMIT - 40 s
 #   (default 540); their traces go under WORK (default /tmp/h200-work); a problem that ran out of memory beside the others runs again alone;
 #   SWEEP_RESUME=1 continues the traces already under WORK (to span calls: bring them back packed, and unpack them with the step
-#   restore: SWEEP_STATE=the .tgz, SWEEP_PARTS=its folders to take, e.g. self-check-all; default all).
+#   restore: SWEEP_STATE=the .tgz, SWEEP_PARTS=its folders to take, e.g. self-check-all; default all); with it,
+#   SWEEP_RETRY_FAILURES=1 evaluates again every workload that did not pass (a sweep resumed after a fix), not only memory failures.
 #   verify-all: fixture, bundled and synthetic (but 173-176) in one sol --verify; verify-slow: synthetic 173-176 alone (eager references of seconds
 #   per call; SLOW_PROBLEMS, a glob of their numbers, picks some, e.g. 17[4-6]).
 set -uo pipefail
@@ -76,9 +77,9 @@ for name in "${steps[@]}"; do
     run-examples) step run-examples 120 python3 -m solbench.cli run src/solbench/dataset/problems/silu_and_mul_llama3_8b --solutions examples \
         --workloads "$RUN_WORKLOADS" --compile-modes "$RUN_COMPILE" --run-dir "$OUT/run-examples" --baselines "$OUT/baselines" ;;
     self-check-all) step self-check-all "$SWEEP_LIMIT" python3 benchmarks/reference_self_check.py tests/fixtures/sol_execbench_layout "$SYNTHETIC" \
-        --seeds $SELF_CHECK_SEEDS --no-timing --workloads all --shards "$SWEEP_SHARDS" --parallel "${SWEEP_PARALLEL:-$SWEEP_SHARDS}" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/self-check-all" ${SWEEP_RESUME:+--resume} ;;
+        --seeds $SELF_CHECK_SEEDS --no-timing --workloads all --shards "$SWEEP_SHARDS" --parallel "${SWEEP_PARALLEL:-$SWEEP_SHARDS}" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/self-check-all" ${SWEEP_RESUME:+--resume} ${SWEEP_RETRY_FAILURES:+--retry-failures} ;;
     models-all) step models-all "$SWEEP_LIMIT" python3 benchmarks/reference_self_check.py solbench:models --seeds 1 --no-timing --workloads all \
-        --shards "$MODELS_SHARDS" --parallel "$MODELS_SHARDS" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/models-all" ${SWEEP_RESUME:+--resume} ;;
+        --shards "$MODELS_SHARDS" --parallel "$MODELS_SHARDS" --limit $((SWEEP_LIMIT - 40)) --out "$WORK/models-all" ${SWEEP_RESUME:+--resume} ${SWEEP_RETRY_FAILURES:+--retry-failures} ;;
     restore) step restore 60 tar xzf "${SWEEP_STATE:?SWEEP_STATE names the packed traces of a sweep}" -C "$(mkdir -p "$WORK" && echo "$WORK")" ${SWEEP_PARTS:-} ;;
     verify-slow) step verify-slow "$VERIFY_LIMIT" python3 -m solbench.cli sol --verify $(ls -d $SYNTHETIC/L2/${SLOW_PROBLEMS:-17[3-6]}_*) --workloads "$VERIFY_WORKLOADS" \
         --compile-mode none --budget "$VERIFY_BUDGET" -o "$OUT/verify-slow.jsonl" ;;  # SSM/linear-attention backward: eager calls of seconds each

@@ -1,25 +1,27 @@
 """Every reference of a dataset against itself, under several seeds: `solbench run` for each seed
 (correctness only with --no-timing), then one table of what did not pass (a reference that fails its
 own check is a bug in solbench unless its trace explains the reference's non-determinism: the
-evaluator runs a reference that was missed a second time, and notes `reference-nondeterministic`
+evaluator runs a reference that was missed again (up to 3 times), and notes `reference-nondeterministic`
 where its two results disagree).
 
     python3 benchmarks/reference_self_check.py DATASET... [--seeds 1 2] [--out DIR] [--no-timing]
                                                [--workloads all|smallest:N] [--shards K] [--parallel P]
-                                               [--limit S] [--resume] [--no-retry-memory]
+                                               [--limit S] [--resume [--retry-failures]] [--no-retry-memory]
 
 `--shards K` splits the problem folders into K groups of about equal workload counts and runs one
 `solbench run` per group and seed, P of them at a time: correctness-only sweeps of a whole dataset
 share one GPU this way (never use it with timing: timed runs must have the GPU alone). Correctness-only
 runs get SOLBENCH_SHARED_DEVICE=1: each process hands its allocator's cached device memory back after
 every request (one problem's largest workload does not keep its memory from the other runs, nor the
-reference worker's from the solution worker). The problems
+reference worker's from the solution worker), and PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True unless
+set already (freed large blocks are not split up by small tensors). The problems
 whose traces say they ran out of device memory beside the others are then run again, half as many at
 a time, and what still ran out, alone (their new traces replace the old; --no-retry-memory turns
 this off). `--limit S` stops what still runs after S seconds; the traces written so far are kept and
 counted, and `--resume` (same --out, same options) evaluates only the workloads they lack, so a sweep
 can span several sittings; workloads that ran out of device memory in an earlier sitting are
-evaluated again (their traces are moved to traces-*.memory-failures.jsonl).
+evaluated again (their traces are moved to traces-*.memory-failures.jsonl); with --retry-failures, every
+workload that did not pass is (traces-*.earlier-failures.jsonl): a sweep resumed after a fix.
 
 Writes DIR/traces-seed<S>[-shard<i>].jsonl, each run's folder and log, and DIR/self-check.json (per
 seed: problems, workloads, statuses, wall time, problems not reached); exit code 1 when any workload
@@ -39,7 +41,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from solbench.bench.memory import SHARED_DEVICE_ENV, says_out_of_memory
+from solbench.bench.memory import says_out_of_memory, shared_device_environment
 from solbench.data.loaders import load_traces
 from solbench.dataset import resolve_set_paths
 
@@ -96,9 +98,13 @@ def main() -> int:
     parser.add_argument("--limit", type=float, default=None, help="seconds after which runs still going are stopped")
     parser.add_argument("--resume", action="store_true",
                         help="keep the traces already in --out and evaluate only the workloads they lack (a sweep longer than one sitting)")
+    parser.add_argument("--retry-failures", action="store_true",
+                        help="with --resume: evaluate again every workload whose trace did not pass (after a fix), not only memory failures")
     parser.add_argument("--no-retry-memory", dest="retry_memory", action="store_false",
                         help="with --parallel: do not run again, alone, the problems that ran out of device memory beside the others")
     args = parser.parse_args()
+    if args.retry_failures and not args.resume:
+        parser.error("--retry-failures goes with --resume (without it every workload is evaluated anyway)")
     if args.parallel > 1 and not args.no_timing:
         parser.error("--parallel above 1 needs --no-timing: timed runs must have the device alone")
     args.out.mkdir(parents=True, exist_ok=True)
@@ -109,7 +115,7 @@ def main() -> int:
     runs = [(seed, f"seed{seed}" + (f"-shard{index}" if len(groups) > 1 else ""), group) for seed in args.seeds for index, group in enumerate(groups)]
     if args.resume:
         for _, stem, _ in runs:
-            set_memory_failures_aside(args.out, stem)
+            set_failures_aside(args.out, stem, every_failure=args.retry_failures)
     done = run_all(args, runs, args.parallel, deadline)
     retried: list[str] = []  # the retry runs, in the order their traces win
     names = {definition_name(folder): folder for folder in folders}
@@ -124,15 +130,17 @@ def main() -> int:
                   + ("alone" if parallel == 1 else f"{parallel} at a time"), flush=True)
         if args.resume:
             for _, stem, _ in runs:
-                set_memory_failures_aside(args.out, stem)
+                set_failures_aside(args.out, stem)
         done.update(run_all(args, runs, parallel, deadline))
         retried += [stem for _, stem, _ in runs]
     return report(args, folders, done, retried, time.monotonic() - started)
 
 
-def set_memory_failures_aside(out: Path, stem: str) -> None:
-    """For a resumed sweep: a run's traces that ran out of device memory are moved to
-    traces-<stem>.memory-failures.jsonl (from the traces file and the run folder's), so they are evaluated again."""
+def set_failures_aside(out: Path, stem: str, every_failure: bool = False) -> None:
+    """For a resumed sweep: a run's traces that ran out of device memory (with `every_failure`, all that did
+    not pass) are moved to traces-<stem>.memory-failures.jsonl (.earlier-failures.jsonl), from the traces
+    file and the run folder's, so those workloads are evaluated again."""
+    what, suffix = ("did not pass", "earlier-failures") if every_failure else ("ran out of device memory", "memory-failures")
     for path in (out / f"traces-{stem}.jsonl", out / f"run-{stem}" / "traces.jsonl"):
         if not path.exists():
             continue
@@ -140,17 +148,17 @@ def set_memory_failures_aside(out: Path, stem: str) -> None:
         traces = load_traces(path)
         if len(traces) != len(lines):  # not one trace per line: left as it is
             continue
-        memory = [trace.evaluation is not None and trace.evaluation.status.value != "PASSED" and ran_out_of_memory(trace.evaluation.log)
-                  for trace in traces]
-        failed = [line for line, out_of_memory in zip(lines, memory) if out_of_memory]
+        again = [trace.evaluation is not None and trace.evaluation.status.value != "PASSED"
+                 and (every_failure or ran_out_of_memory(trace.evaluation.log)) for trace in traces]
+        failed = [line for line, redo in zip(lines, again) if redo]
         if not failed:
             continue
-        kept = [line for line, out_of_memory in zip(lines, memory) if not out_of_memory]
+        kept = [line for line, redo in zip(lines, again) if not redo]
         if path.parent == out:
-            with (out / f"traces-{stem}.memory-failures.jsonl").open("a") as aside:
+            with (out / f"traces-{stem}.{suffix}.jsonl").open("a") as aside:
                 aside.write("".join(line + "\n" for line in failed))
         path.write_text("".join(line + "\n" for line in kept))
-        print(f"{path}: {len(failed)} workloads that ran out of device memory are evaluated again", flush=True)
+        print(f"{path}: {len(failed)} workloads that {what} are evaluated again", flush=True)
 
 
 def run_all(args: argparse.Namespace, runs: list[tuple[int, str, list[Path]]], parallel: int, deadline: float | None) -> dict:
@@ -171,7 +179,7 @@ def run_all(args: argparse.Namespace, runs: list[tuple[int, str, list[Path]]], p
                        "--workloads", args.workloads, "-o", str(traces_path), "--run-dir", str(run_dir)]
             command += (["--no-timing"] if args.no_timing else []) + (["--resume"] if args.resume else [])
             log = (args.out / f"run-{stem}.log").open("a" if args.resume else "w")
-            environment = {**os.environ, SHARED_DEVICE_ENV: "1"} if args.no_timing else None  # alone too: a run's two workers share the device
+            environment = shared_device_environment(dict(os.environ)) if args.no_timing else None  # alone too: a run's two workers share the device
             process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True, start_new_session=True, env=environment)
             going[stem] = (seed, process, time.monotonic(), traces_path, log)
         if deadline is not None and time.monotonic() > deadline:

@@ -3,12 +3,18 @@ retried once with the solution worker stopped and then reported as memory, not a
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from solbench.bench.memory import SHARED_DEVICE_ENV, device_memory, memory_failure, return_cached_memory, shares_device
+from solbench.bench.memory import (
+    ALLOCATOR_ENV, SHARED_DEVICE_ALLOCATOR, SHARED_DEVICE_ENV, device_memory, memory_failure, return_cached_memory, shared_device_environment,
+    shares_device,
+)
 from solbench.bench.orchestrator import EvalOptions, evaluate
 from solbench.data.inline import inline_problem, inline_solution
 from solbench.data.trace import Status
@@ -90,3 +96,34 @@ def test_cached_device_memory_is_given_back_only_when_the_device_is_shared(monke
     assert torch.cuda.memory_reserved() >= 64 << 20  # asked for another device: nothing happens
     return_cached_memory("cuda:0")
     assert torch.cuda.memory_reserved() == 0
+
+
+def test_a_shared_device_run_gets_expandable_segments_unless_the_user_chose_an_allocator():
+    made = shared_device_environment({"PATH": "/bin", SHARED_DEVICE_ENV: "0"})
+    assert made == {"PATH": "/bin", SHARED_DEVICE_ENV: "1", ALLOCATOR_ENV: SHARED_DEVICE_ALLOCATOR}
+    assert shared_device_environment({ALLOCATOR_ENV: "max_split_size_mb:512"})[ALLOCATOR_ENV] == "max_split_size_mb:512"
+
+
+# Frees a 1 GiB block, puts a small tensor in its place and asks for 1 GiB again: what the allocator reserved then.
+_RESERVED_AFTER_REUSE = """
+import torch
+big = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+del big
+small = torch.empty(16 << 20, dtype=torch.uint8, device="cuda")
+again = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+print(torch.cuda.memory_reserved())
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_expandable_segments_keep_a_freed_large_block_whole_for_the_next_large_one():
+    """Why shared-device runs set them: by default the small tensor splits the freed 1 GiB block and the
+    second 1 GiB needs a segment of its own; with expandable segments the one segment grows by the small part."""
+    def reserved(environment: dict[str, str]) -> int:
+        done = subprocess.run([sys.executable, "-c", _RESERVED_AFTER_REUSE], env=environment, capture_output=True, text=True, check=True)
+        return int(done.stdout.strip())
+
+    plain = {name: value for name, value in os.environ.items() if name != ALLOCATOR_ENV}
+    assert reserved(plain) >= 2 << 30
+    assert reserved(shared_device_environment(plain)) < (1 << 30) + (256 << 20)

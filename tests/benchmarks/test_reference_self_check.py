@@ -1,5 +1,6 @@
 """benchmarks/reference_self_check.py: a resumed sweep evaluates again the workloads that ran out of
-device memory in an earlier sitting, and keeps their traces aside rather than dropping them."""
+device memory in an earlier sitting (with --retry-failures, every one that did not pass), and keeps their
+traces aside rather than dropping them."""
 
 from __future__ import annotations
 
@@ -28,36 +29,54 @@ def self_check():
 
 
 def _traces(tmp_path: Path) -> list:
-    """One trace that ran out of memory (a reference allocating more than any machine has) and one that passed."""
+    """One trace that ran out of memory (a reference allocating more than any machine has), one that passed
+    and one with wrong outputs."""
     options = EvalOptions(device="cpu", trials=1, hidden=0, timing=False, cache_root=tmp_path / "cache")
     solution_files = {"k.py": "def run(x):\n    return x * 2\n"}
     hungry = inline_problem("hungry", f"import torch\n\ndef run(x):\n    torch.empty({TOO_MUCH}, dtype=torch.uint8)\n    return x * 2\n",
                             {"x": ([16], "float32")}, {"y": ([16], "float32")})
     modest = inline_problem("modest", "def run(x):\n    return x * 2\n", {"x": ([16], "float32")}, {"y": ([16], "float32")})
+    tripled = inline_problem("tripled", "def run(x):\n    return x * 3\n", {"x": ([16], "float32")}, {"y": ([16], "float32")})
     traces = []
-    for problem in (hungry, modest):
+    for problem in (hungry, modest, tripled):
         solution = inline_solution("double", problem.name, "pytorch", "k.py::run", solution_files, dps=False)
         traces += evaluate(problem, solution, options)
-    assert [t.evaluation.status for t in traces] == [Status.INVALID_REFERENCE, Status.PASSED], [t.evaluation.log for t in traces]
+    assert [t.evaluation.status for t in traces] == [Status.INVALID_REFERENCE, Status.PASSED, Status.INCORRECT_NUMERICAL], [t.evaluation.log for t in traces]
     return traces
 
 
-def test_memory_failures_are_set_aside_for_the_next_sitting(tmp_path: Path, self_check):
+def _sweep(tmp_path: Path) -> tuple[Path, Path, Path]:
     out = tmp_path / "sweep"
     traces_file, run_traces = out / "traces-seed1-shard0.jsonl", out / "run-seed1-shard0" / "traces.jsonl"
     run_traces.parent.mkdir(parents=True)
     for trace in _traces(tmp_path):
         append_jsonl(traces_file, trace.to_json_dict())
         append_jsonl(run_traces, trace.to_json_dict())
+    return out, traces_file, run_traces
 
-    self_check.set_memory_failures_aside(out, "seed1-shard0")
+
+def test_memory_failures_are_set_aside_for_the_next_sitting(tmp_path: Path, self_check):
+    out, traces_file, run_traces = _sweep(tmp_path)
+
+    self_check.set_failures_aside(out, "seed1-shard0")
+
+    assert [t.definition for t in load_traces(traces_file)] == ["modest", "tripled"]  # a wrong answer stays: it is a result
+    assert [t.definition for t in load_traces(run_traces)] == ["modest", "tripled"]
+    aside = out / "traces-seed1-shard0.memory-failures.jsonl"
+    assert [t.definition for t in load_traces(aside)] == ["hungry"]  # one copy kept, not one per file
+    self_check.set_failures_aside(out, "seed1-shard0")  # nothing left to move: nothing changes
+    assert len(load_traces(aside)) == 1 and len(load_traces(traces_file)) == 2
+
+
+def test_after_a_fix_every_failure_is_set_aside(tmp_path: Path, self_check):
+    out, traces_file, run_traces = _sweep(tmp_path)
+
+    self_check.set_failures_aside(out, "seed1-shard0", every_failure=True)
 
     assert [t.definition for t in load_traces(traces_file)] == ["modest"]
     assert [t.definition for t in load_traces(run_traces)] == ["modest"]
-    aside = out / "traces-seed1-shard0.memory-failures.jsonl"
-    assert [t.definition for t in load_traces(aside)] == ["hungry"]  # one copy kept, not one per file
-    self_check.set_memory_failures_aside(out, "seed1-shard0")  # nothing left to move: nothing changes
-    assert len(load_traces(aside)) == 1 and len(load_traces(traces_file)) == 1
+    assert [t.definition for t in load_traces(out / "traces-seed1-shard0.earlier-failures.jsonl")] == ["hungry", "tripled"]
+    assert not (out / "traces-seed1-shard0.memory-failures.jsonl").exists()
 
 
 def test_a_crowded_device_counts_as_memory_but_a_wrong_answer_does_not(self_check):

@@ -10,6 +10,11 @@ from typing import Any
 # orchestrator and its workers then hand cached device memory back after each request, so that the memory one
 # problem's largest workload needed is free for the other runs and the other worker, not kept by an idle allocator.
 SHARED_DEVICE_ENV = "SOLBENCH_SHARED_DEVICE"
+# Such runs also let the CUDA allocator grow segments instead of carving small tensors out of freed large blocks:
+# without it a 32 GiB attention score buffer could not be allocated again beside 31.8 GiB cached in split blocks
+# (deepseek_v3_attention_backward at 8,192 tokens, 2026-12-02). Timed runs keep torch's default allocator.
+ALLOCATOR_ENV = "PYTORCH_CUDA_ALLOC_CONF"
+SHARED_DEVICE_ALLOCATOR = "expandable_segments:True"
 
 # What torch's allocators say when an allocation fails (CUDA caching allocator, CPU allocator).
 _OOM_PATTERNS = ("out of memory", "can't allocate memory", "cannot allocate memory", "not enough memory")
@@ -43,6 +48,12 @@ def memory_failure(exc: BaseException, device: str) -> str | None:
         free, total = memory
         parts.append(f"{'device' if device.startswith('cuda') else 'host'} memory {_gib(free)} free of {_gib(total)}")
     return "; ".join(parts)
+
+
+def shared_device_environment(environment: dict[str, str]) -> dict[str, str]:
+    """`environment` for a correctness-only run that shares its GPU: SOLBENCH_SHARED_DEVICE set, and the
+    allocator's expandable segments unless the user chose an allocator configuration of their own."""
+    return {ALLOCATOR_ENV: SHARED_DEVICE_ALLOCATOR, **environment, SHARED_DEVICE_ENV: "1"}
 
 
 def shares_device() -> bool:

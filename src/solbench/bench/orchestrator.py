@@ -36,6 +36,9 @@ __all__ = ["DEFAULT_CACHE", "HIDDEN_PREFIX", "INCORRECT", "KEPT_OUTPUTS_BYTES", 
            "evaluate", "reference_solution", "resolve_device", "synthesized_notes"]
 
 KEPT_OUTPUTS_BYTES = 8 << 30  # device memory the worker may spend on keeping timed calls' outputs for checking
+# Runs of the reference on the same inputs after outputs missed it, to tell a non-deterministic reference: one rerun
+# missed the rare disagreement of bf16 index_add atomics (fixture L1/002 at 32 tokens, H200, 2026-12-02).
+REFERENCE_RERUNS = 3
 
 
 def resolve_device(device: str) -> str:
@@ -246,7 +249,7 @@ class EvaluationRun:
                 references = self._load_reference(expected.outputs)
                 comparison = compare_outputs(outputs, references, self.problem.definition.outputs, tolerance)
             if comparison.status == Status.INCORRECT_NUMERICAL:
-                comparison = self._against_a_second_reference_run(outputs, references, comparison, workload, self.seed, trial, f"trial {trial + 1}",
+                comparison = self._against_the_references_reruns(outputs, references, comparison, workload, self.seed, trial, f"trial {trial + 1}",
                                                                   deadline, log)
             comparisons.append(comparison)
             if comparison.status != Status.PASSED:
@@ -333,33 +336,44 @@ class EvaluationRun:
             comparison = compare_outputs(answers[index], references, self.problem.definition.outputs, workload.effective_tolerance)
             which = "the last timed call" if index == timed.calls - 1 else f"call {index + 1} of {timed.calls} (warm-up and timed)"
             if comparison.status == Status.INCORRECT_NUMERICAL:
-                comparison = self._against_a_second_reference_run(answers[index], references, comparison, workload, seed, index, which, deadline, log)
+                comparison = self._against_the_references_reruns(answers[index], references, comparison, workload, seed, index, which, deadline, log)
             if comparison.status != Status.PASSED:
                 raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [timed-output]: the output of {which} is wrong although the correctness "
                                                   f"trials passed: {comparison.message}")
             self._sweep_blobs()
         return len(wanted)
 
-    def _against_a_second_reference_run(self, outputs: dict[str, Any], references: dict[str, Any], missed: Comparison, workload: Workload,
+    def _against_the_references_reruns(self, outputs: dict[str, Any], references: dict[str, Any], missed: Comparison, workload: Workload,
                                         seed: int, trial: int, what: str, deadline: float, log: list[str]) -> Comparison:
         """The outputs missed the reference: is the reference itself deterministic there? It runs again
-        on the same inputs (drawn again from the seed). Where its two results differ beyond the
-        tolerance (atomics, split reductions), the trace says so, and the outputs are judged against
-        the second result too: both are the reference's own. A deterministic reference changes nothing."""
-        group = self.workers.group()
-        with self.phases("reference"):
-            again = self.workers.ask_reference(PrepareRequest(workload=workload, seed=seed, trial=trial, reference=True,
-                                                              paths=self._output_paths(), group=group), deadline, ExpectAnswer)
-        self.workers.release_later("reference", group)
-        with self.phases("correctness"):
-            second = self._load_reference(again.outputs)
-            itself = compare_outputs(second, references, self.problem.definition.outputs, workload.effective_tolerance)
-            if itself.status == Status.PASSED:
-                return missed
-            retried = compare_outputs(outputs, second, self.problem.definition.outputs, workload.effective_tolerance)
-        verdict = "they match the second" if retried.status == Status.PASSED else "they miss the second too"
-        log.append(f"note [reference-nondeterministic]: {what}: the reference run twice on the same inputs disagrees with itself beyond "
-                   f"the tolerance ({itself.message}); the outputs missed its first result, {verdict}")
+        on the same inputs (drawn again from the seed), up to REFERENCE_RERUNS times, until one of its
+        results matches the outputs: rare disagreements (a few bf16 atomics adding in another order) are
+        seldom seen in a single run. Where a result differs from the first beyond the tolerance, the trace
+        says so, and the outputs pass if they match any of the reference's own results. A deterministic
+        reference changes nothing."""
+        disagreements: list[Comparison] = []
+        retried, made = missed, 0
+        for made in range(1, REFERENCE_RERUNS + 1):
+            group = self.workers.group()
+            with self.phases("reference"):
+                again = self.workers.ask_reference(PrepareRequest(workload=workload, seed=seed, trial=trial, reference=True,
+                                                                  paths=self._output_paths(), group=group), deadline, ExpectAnswer)
+            self.workers.release_later("reference", group)
+            with self.phases("correctness"):
+                rerun = self._load_reference(again.outputs)
+                itself = compare_outputs(rerun, references, self.problem.definition.outputs, workload.effective_tolerance)
+                if itself.status == Status.PASSED:
+                    continue
+                disagreements.append(itself)
+                retried = compare_outputs(outputs, rerun, self.problem.definition.outputs, workload.effective_tolerance)
+            if retried.status == Status.PASSED:
+                break
+        if not disagreements:
+            return missed
+        verdict = "they match the last of these" if retried.status == Status.PASSED else "they miss each of its results"
+        log.append(f"note [reference-nondeterministic]: {what}: the reference run again on the same inputs disagrees with itself beyond "
+                   f"the tolerance ({len(disagreements)} of {made} further runs; {disagreements[0].message}); the outputs missed its first "
+                   f"result, {verdict}")
         return retried if retried.status == Status.PASSED else missed
 
     def _sol_ms(self, workload: Workload, log: list[str]) -> float | None:
