@@ -11,7 +11,7 @@ import typer
 from .app import _print_issue, console, error_console, reports_user_errors
 from .dataset import dataset_app
 
-DirArgument = Annotated[Path, typer.Argument(metavar="DIR", help="A folder of problems (problem folders, optionally in subset folders).")]
+DirArgument = Annotated[Path, typer.Argument(metavar="DIR", help="A folder of problems (problem folders, optionally in subset folders), or solbench:NAME for a bundled set.")]
 HardwareOption = Annotated[str, typer.Option("--hardware", "-H", help="Hardware spec (name or YAML) on which compute- or memory-bound is judged.")]
 JobsOption = Annotated[int, typer.Option("--jobs", "-j", min=0, help="Processes that analyse problems side by side (0: one per core, up to 4).")]
 IndexOption = Annotated[Optional[Path], typer.Option("--index", help="The index file (default: index.json in the folder of problems).")]
@@ -19,6 +19,15 @@ IndexOption = Annotated[Optional[Path], typer.Option("--index", help="The index 
 
 def _note(line: str) -> None:
     error_console.print(line, style="dim", markup=False)
+
+
+def _catalogue_folder(folder: Path | None) -> tuple[Path, bool]:
+    """The folder of problems a tool reads (solbench:NAME resolved; none: the bundled problems) and whether it
+    lies inside the installed package, where no index or figure is written unless the user names the file."""
+    from solbench.dataset import bundled_problems_path, is_bundled, resolve_set_paths
+
+    path = bundled_problems_path() if folder is None else resolve_set_paths([folder])[0]
+    return path, is_bundled(path)
 
 
 def _warn_issues(issues: list) -> None:
@@ -44,6 +53,9 @@ def characterise_command(
 
     if workload not in WORKLOAD_CHOICES:
         raise SpecError(f"expected one of {', '.join(WORKLOAD_CHOICES)}, got {workload!r}", field="--workload")
+    folder, bundled = _catalogue_folder(folder)
+    if bundled and output is None:
+        raise SpecError("is inside the installed solbench package: name the index file to write with -o FILE", path=folder)
     path = index_path(folder, output)
     check_writable(path, force)  # before the slow part
     previous = read_index(path) if path.is_file() and is_ours(path) and not fresh else None
@@ -64,9 +76,9 @@ def characterise_command(
 @dataset_app.command("stats")
 @reports_user_errors
 def stats_command(
-    folder: Annotated[Optional[Path], typer.Argument(metavar="[DIR]", help="A folder of problems (default: the bundled problems, whose index is kept in memory).")] = None,
+    folder: Annotated[Optional[Path], typer.Argument(metavar="[DIR]", help="A folder of problems, or solbench:NAME (default: the bundled problems; a bundled set's index is kept in memory).")] = None,
     index_file: IndexOption = None,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Where the SVG figure goes (default: DIR/stats.svg; none for the bundled problems unless given).")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Where the SVG figure goes (default: DIR/stats.svg; none for a bundled set unless given).")] = None,
     no_plot: Annotated[bool, typer.Option("--no-plot", help="Write no figure.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace the plot file even if this tool did not write it.")] = False,
     target: Annotated[Optional[list[str]], typer.Option("--target", help="Coverage target DIM=value:share[,value:share] (repeatable); exit code 1 when one is short.")] = None,
@@ -76,15 +88,13 @@ def stats_command(
     """Counts and shares by category, domain, precision, direction and arithmetic-intensity band; a figure; coverage targets."""
     from solbench.data.errors import SpecError
     from solbench.data.files import write_atomically
-    from solbench.dataset import bundled_problems_path
     from solbench.dataset.catalog import plot as figure
     from solbench.dataset.catalog.characterise import index_for
     from solbench.dataset.catalog.stats import coverage, stats_table, targets_table
     from solbench.dataset.catalog.targets import parse_all
 
     targets = parse_all(target or [], "--target")  # a bad target is reported before any analysis
-    bundled = folder is None
-    folder = folder if folder is not None else bundled_problems_path()
+    folder, bundled = _catalogue_folder(folder)
     plot_path = None if no_plot else plot if plot is not None else (None if bundled else folder / "stats.svg")
     if plot_path is not None and plot_path.exists() and (plot_path.is_dir() or (not force and not figure.is_ours(plot_path))):
         raise SpecError("exists and is not a figure written by solbench dataset stats; refusing to overwrite it (pass --force)", path=plot_path)
@@ -116,7 +126,7 @@ def stats_command(
 @dataset_app.command("sample")
 @reports_user_errors
 def sample_command(
-    pool: Annotated[Path, typer.Argument(metavar="POOL", help="A folder of problems to draw from.")],
+    pool: Annotated[Path, typer.Argument(metavar="POOL", help="A folder of problems to draw from, or solbench:NAME.")],
     n: Annotated[int, typer.Option("--n", help="Problems in the sample.")] = 120,
     strata: Annotated[str, typer.Option("--strata", help="Dimensions to stratify by, comma-separated (category, domain, precision, direction, intensity, ...).")] = "category",
     share: Annotated[Optional[list[str]], typer.Option("--share", help="Target shares DIM=value:share[,value:share] (repeatable); other values share the rest by size.")] = None,
@@ -151,10 +161,11 @@ def sample_command(
         raise SpecError("say where the sample goes (-o OUT) or pass --dry-run", field="--output")
     if output is not None and not dry_run:
         check_output(output)
+    pool, bundled = _catalogue_folder(pool)
     if not pool.is_dir():
         raise SpecError("does not exist: expected a folder of problems" if not pool.exists() else "is not a folder: expected a folder of problems", path=pool)
     issues: list = []
-    index = index_for(pool, output=index_file, hardware=hardware, jobs=jobs, progress=True, on_note=_note, issues=issues)
+    index = index_for(pool, output=index_file, write=not bundled or index_file is not None, hardware=hardware, jobs=jobs, progress=True, on_note=_note, issues=issues)
     _warn_issues(issues)
     unique, groups = deduplicate(index.problems, sample_sizes(pool) if duplicates == "sizes" else None)
     if groups:

@@ -27,6 +27,14 @@ def bundled_set_path(name: str) -> Path:
     return Path(str(files("solbench.dataset") / BUNDLED_SETS[name]))
 
 
+def is_bundled(path: Path) -> bool:
+    """Whether `path` lies inside the installed package's data (a bundled set or one of its problems):
+    tools read it but write nothing there (an index, a figure) unless told where."""
+    package = Path(str(files("solbench.dataset"))).resolve()
+    resolved = path.resolve()
+    return resolved == package or package in resolved.parents
+
+
 def resolve_set_paths(paths: list[Path]) -> list[Path]:
     """Paths as given, with each `solbench:NAME` replaced by that bundled set's folder."""
     return [bundled_set_path(str(p)[len(SET_PREFIX):]) if str(p).startswith(SET_PREFIX) else p for p in paths]

@@ -146,3 +146,23 @@ def test_sample_of_other_layouts_loads_on_its_own(tmp_path: Path, layout: str, e
     assert sorted(p.name for p in copied) == sorted(original)
     for problem in copied:
         assert [w.uuid for w in problem.workloads] == [w.uuid for w in original[problem.name].workloads]
+
+
+def _package_files(folder: Path) -> set[Path]:
+    return {path for path in folder.rglob("*") if path.is_file() and "__pycache__" not in path.parts}
+
+
+def test_a_bundled_set_is_read_by_name_and_nothing_is_written_into_the_package() -> None:
+    from solbench.dataset import bundled_set_path
+
+    folder = bundled_set_path("problems")
+    before = _package_files(folder)
+    stats = invoke("stats", "solbench:problems", "-j", "1")
+    assert stats.exit_code == 0, stats.output
+    assert f"{folder}: 13 problems" in stats.output and "the index is kept in memory" in stats.output
+    sample = invoke("sample", "solbench:problems", "--n", "3", "--dry-run", "-j", "1")
+    assert sample.exit_code == 0, sample.output
+    assert "sample of 3 from" in sample.output
+    one_line_error(invoke("characterise", "solbench:problems"), str(folder), "inside the installed solbench package", "-o FILE")
+    one_line_error(invoke("stats", "solbench:nonesuch"), "no bundled set named 'nonesuch'")
+    assert _package_files(folder) == before  # no index.json, no stats.svg
