@@ -9,7 +9,9 @@ run in order as a user would run them, with every command and its time written t
    the set runs on a CPU at its smallest workload in CI), then `solbench dataset characterise POOL`;
 3. `solbench dataset sample POOL --duplicates sizes --n N --strata ... --share ...`: the same layer
    of models of the same sizes is one problem; the coverage shares of the set are asked for here;
-4. `solbench dataset stats OUT` with the coverage targets, into the manifest.
+4. `solbench dataset extract` for each entry of ADDED, every problem it makes copied into the set as it
+   comes out (extractions that came after the set was drawn; no sampling of their own);
+5. `solbench dataset stats OUT` with the coverage targets, into the manifest.
 Hand edits: none are made to the files; the problems whose reference is written by hand in the
 extractor (quantised GEMMs, paged decode; their descriptions say "hand-written") are listed.
 """
@@ -48,8 +50,18 @@ class Entry:
 # Every model at its published dtype, forward and backward; then fp32 and bf16 variants where production
 # runs them too (fp32 norms, RoPE, attention and MLPs of the LLMs; bf16 ViT). No fp32/fp16 MoE: there
 # transformers runs the experts' grouped GEMM through an operator of its own (the extractor refuses it).
+# The modules of these models as the extractor offered them when the set was drawn: modules added since
+# (attention_varlen, moe_ep32) would change the pool and so the draw; the set gets them through ADDED.
+DRAWN_MODULES = {
+    "llama3_8b": "attention,norm,rope,rope_apply,attention_decode,attention_paged_decode,mlp,fp8_gemm_qkv,fp8_gemm_o,fp8_gemm_gate_up,"
+                 "fp8_gemm_down,nvfp4_gemm_qkv,nvfp4_gemm_o,nvfp4_gemm_gate_up,nvfp4_gemm_down",
+    "llama3_70b": "attention,norm,rope,rope_apply,attention_decode,attention_paged_decode,mlp,fp8_gemm_qkv,fp8_gemm_o,fp8_gemm_gate_up,"
+                  "fp8_gemm_down,nvfp4_gemm_gate_up,nvfp4_gemm_down",
+    "deepseek_v3": "attention,norm,rope,mlp,moe,moe_ep8,moe_router,moe_experts,fp8_block_gemm_q_a,fp8_block_gemm_q_b,fp8_block_gemm_kv_b,"
+                   "fp8_block_gemm_o,fp8_block_gemm_expert_gate_up,fp8_block_gemm_expert_down,nvfp4_gemm_expert_gate_up,nvfp4_gemm_expert_down",
+}
 PLAN: tuple[Entry, ...] = (
-    *(Entry(model) for model in ("llama3_8b", "llama3_70b", "qwen3_8b", "qwen3_30b_a3b", "qwen3_235b_a22b", "mixtral_8x7b", "mixtral_8x22b",
+    *(Entry(model, DRAWN_MODULES.get(model)) for model in ("llama3_8b", "llama3_70b", "qwen3_8b", "qwen3_30b_a3b", "qwen3_235b_a22b", "mixtral_8x7b", "mixtral_8x22b",
                                  "deepseek_v3", "gemma3_27b", "vit_large", "whisper_large_v3", "mamba_codestral_7b", "convnext_large",
                                  "resnet50", "chameleon_vqgan")),
     Entry("llama3_8b", "norm,rope_apply,attention,attention_decode,mlp", dtype="float32"),
@@ -59,6 +71,13 @@ PLAN: tuple[Entry, ...] = (
     Entry("mamba_codestral_7b", dtype="float32"),
     Entry("whisper_large_v3", dtype="float32"),
     Entry("vit_large", dtype="bfloat16"),
+)
+# Extracted after the set was drawn and added whole (MANIFEST.md, "Added after the sample"): Gemma-2's
+# softcapped attention, DeepSeek-V3's MoE at 32-way expert parallelism, Llama-3's packed varlen prefill.
+ADDED: tuple[Entry, ...] = (
+    Entry("gemma2_27b", "attention,attention_sliding,attention_decode"),
+    Entry("deepseek_v3", "moe_ep32", backward=False),
+    Entry("llama3_8b", "attention_varlen"),
 )
 SHARES = ("category=attention:0.30,moe:0.125", "direction=backward:0.25", "precision=float32:0.30")
 STRATA = "category,direction,precision"
@@ -92,7 +111,29 @@ def solbench(arguments: list[str], log: list[str]) -> subprocess.CompletedProces
     return done
 
 
-def build(out: Path, pool: Path, n: int, seed: int, plan: tuple[Entry, ...], extract: bool = True) -> str:
+def add_whole(out: Path, scratch: Path, added: tuple[Entry, ...], log: list[str]) -> list[str]:
+    """Each entry extracted into a folder of its own under `scratch` (not the pool, which a later run may
+    sample again), and every problem it made copied into `out` (one that could not run on a CPU at its
+    smallest workload stays out); the names of those copied."""
+    copied: list[str] = []
+    for number, entry in enumerate(added):
+        folder = scratch / f"added-{number}"
+        done = solbench(["dataset", "extract", *entry.arguments(), "-o", str(folder), "--force"], log)
+        if done.returncode != 0:
+            raise SystemExit(f"extract {entry.model} failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.stdout[-400:]}")
+        too_large = {name for name, _ in too_large_for_a_cpu(folder)}
+        for definition in sorted(folder.glob("*/definition.json")):
+            name = definition.parent.name
+            if name in too_large:
+                continue
+            if (out / name).exists():
+                raise SystemExit(f"{out / name}: the sample has this problem already; {entry.model} would replace it")
+            shutil.copytree(definition.parent, out / name)
+            copied.append(name)
+    return copied
+
+
+def build(out: Path, pool: Path, n: int, seed: int, plan: tuple[Entry, ...], extract: bool = True, added: tuple[Entry, ...] = ()) -> str:
     log: list[str] = []
     for entry in plan:
         if not extract:
@@ -111,6 +152,8 @@ def build(out: Path, pool: Path, n: int, seed: int, plan: tuple[Entry, ...], ext
     sampled = solbench(sample, log)
     if sampled.returncode != 0:
         raise SystemExit(f"sample failed: {sampled.stderr.strip()}")
+    added_log: list[str] = []
+    copied = add_whole(out, Path(tempfile.mkdtemp(prefix="solbench-added-")), added, added_log)
     index = Path(tempfile.mkdtemp()) / "index.json"  # the set's folder keeps only its problems
     stats = ["dataset", "stats", str(out), "--index", str(index)]
     for target in TARGETS:
@@ -132,6 +175,8 @@ def build(out: Path, pool: Path, n: int, seed: int, plan: tuple[Entry, ...], ext
         sampled.stdout.strip()[-6000:],
         "```",
         "",
+        *(["## Added after the sample (every problem of these commands)", "", "| command | time | result |", "|---|---|---|", *added_log, "",
+            ", ".join(f"`{name}`" for name in copied), ""] if added else []),
         "## Coverage (`solbench dataset stats`)",
         "",
         "```",
@@ -163,7 +208,7 @@ def main() -> None:
     parser.add_argument("--pool-ready", action="store_true", help="the pool holds the plan's extraction already: only sample it")
     args = parser.parse_args()
     pool = args.pool or Path(tempfile.mkdtemp(prefix="solbench-pool-"))
-    manifest = build(args.out, pool, args.n, args.seed, PLAN, extract=not args.pool_ready)
+    manifest = build(args.out, pool, args.n, args.seed, PLAN, extract=not args.pool_ready, added=ADDED)
     (args.out / "MANIFEST.md").write_text(manifest)
     print(f"wrote {args.out} ({len(list(args.out.glob('*/definition.json')))} problems) and its MANIFEST.md")
 
