@@ -111,6 +111,13 @@ def solbench(arguments: list[str], log: list[str]) -> subprocess.CompletedProces
     return done
 
 
+def extract_entry(entry: Entry, folder: Path, log: list[str]) -> None:
+    """`solbench dataset extract` of one entry into `folder`; a failure stops the build."""
+    done = solbench(["dataset", "extract", *entry.arguments(), "-o", str(folder), "--force"], log)
+    if done.returncode != 0:
+        raise SystemExit(f"extract {entry.model} failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.stdout[-400:]}")
+
+
 def add_whole(out: Path, scratch: Path, added: tuple[Entry, ...], log: list[str]) -> list[str]:
     """Each entry extracted into a folder of its own under `scratch` (not the pool, which a later run may
     sample again), and every problem it made copied into `out` (one that could not run on a CPU at its
@@ -118,9 +125,7 @@ def add_whole(out: Path, scratch: Path, added: tuple[Entry, ...], log: list[str]
     copied: list[str] = []
     for number, entry in enumerate(added):
         folder = scratch / f"added-{number}"
-        done = solbench(["dataset", "extract", *entry.arguments(), "-o", str(folder), "--force"], log)
-        if done.returncode != 0:
-            raise SystemExit(f"extract {entry.model} failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.stdout[-400:]}")
+        extract_entry(entry, folder, log)
         too_large = {name for name, _ in too_large_for_a_cpu(folder)}
         for definition in sorted(folder.glob("*/definition.json")):
             name = definition.parent.name
@@ -139,9 +144,7 @@ def build(out: Path, pool: Path, n: int, seed: int, plan: tuple[Entry, ...], ext
         if not extract:
             log.append(f"| `solbench {shlex.join(['dataset', 'extract', *entry.arguments(), '-o', str(pool), '--force'])}` | (an earlier run) | ok |")
             continue
-        done = solbench(["dataset", "extract", *entry.arguments(), "-o", str(pool), "--force"], log)
-        if done.returncode != 0:
-            raise SystemExit(f"extract {entry.model} failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.stdout[-400:]}")
+        extract_entry(entry, pool, log)
     left_out = too_large_for_a_cpu(pool)
     for name, _ in left_out:  # out of the pool before sampling: the set's smallest workloads all run on a CPU
         shutil.rmtree(pool / name)
