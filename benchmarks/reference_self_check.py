@@ -21,11 +21,14 @@ this off). `--limit S` stops what still runs after S seconds; the traces written
 counted, and `--resume` (same --out, same options) evaluates only the workloads they lack, so a sweep
 can span several sittings; workloads that ran out of device memory in an earlier sitting are
 evaluated again (their traces are moved to traces-*.memory-failures.jsonl); with --retry-failures, every
-workload that did not pass is (traces-*.earlier-failures.jsonl): a sweep resumed after a fix.
+workload that did not pass is (traces-*.earlier-failures.jsonl): a sweep resumed after a fix. The split
+into shards is kept in DIR/sweep-plan.json, and a resume that would split the problems otherwise (another
+dataset list or --shards) stops with an error; a dataset path that does not exist stops the sweep too.
 
 Writes DIR/traces-seed<S>[-shard<i>].jsonl, each run's folder and log, and DIR/self-check.json (per
-seed: problems, workloads, statuses, wall time, problems not reached); exit code 1 when any workload
-of any seed did not pass or was not reached.
+seed: problems, workloads, statuses, wall time, problems not reached and, with --workloads all, the
+workloads of reached problems that have no trace); exit code 1 when any workload of any seed did not
+pass or was not reached.
 """
 
 from __future__ import annotations
@@ -47,12 +50,45 @@ from solbench.dataset import resolve_set_paths
 
 
 def problem_folders(datasets: list[Path]) -> list[Path]:
-    """The problem folders under each dataset path (a folder holding definition.json), in a stable order."""
+    """The problem folders under each dataset path (a folder holding definition.json), in a stable order.
+    A path that does not exist is an error: a sweep must not quietly cover less than it was asked to."""
     folders: list[Path] = []
-    for path in resolve_set_paths(datasets):
+    for given, path in zip(datasets, resolve_set_paths(datasets)):
+        if not path.exists():
+            raise SystemExit(f"reference_self_check.py: error: {given}: no such dataset folder")
         found = [path] if (path / "definition.json").is_file() else sorted(d.parent for d in path.rglob("definition.json"))
         folders += [f for f in found if f not in folders]
     return folders
+
+
+def workload_uuids(folder: Path) -> set[str]:
+    """The workloads a problem folder declares (its workload.jsonl; none where it has none or cannot be read)."""
+    uuids = set()
+    try:
+        for line in (folder / "workload.jsonl").read_text().splitlines():
+            entry = json.loads(line) if line.strip() else None
+            if isinstance(entry, dict) and isinstance(entry.get("uuid"), str):
+                uuids.add(entry["uuid"])
+    except (OSError, ValueError):
+        pass
+    return uuids
+
+
+def same_plan_or_exit(out: Path, groups: list[list[Path]], resume: bool) -> None:
+    """A resumed sweep must split the problems as the sitting before did: its traces are kept per shard, and
+    other shards would evaluate again what is done and leave undone what the old shards lacked. The plan is
+    kept in OUT/sweep-plan.json."""
+    plan_file = out / "sweep-plan.json"
+    plan = [[str(folder) for folder in group] for group in groups]
+    if resume and plan_file.exists():
+        try:
+            earlier = json.loads(plan_file.read_text()).get("shards")
+        except (OSError, ValueError, AttributeError):
+            earlier = None
+        if earlier != plan:
+            raise SystemExit(f"reference_self_check.py: error: {plan_file}: this sweep was split into other shards of other problem "
+                             "folders; resume it with the same datasets and --shards, or use another --out")
+    plan_file.write_text(json.dumps({"shards": plan}, indent=1) + "\n")
 
 
 def definition_name(folder: Path) -> str:
@@ -111,6 +147,7 @@ def main() -> int:
     folders = problem_folders(args.datasets)
     groups = shards_of(folders, args.shards) if args.shards > 1 and folders else [list(args.datasets)]  # no problem folders (a FlashInfer-Trace folder): one run
     started = time.monotonic()
+    same_plan_or_exit(args.out, groups, args.resume)
     deadline = started + args.limit if args.limit else None
     runs = [(seed, f"seed{seed}" + (f"-shard{index}" if len(groups) > 1 else ""), group) for seed in args.seeds for index, group in enumerate(groups)]
     if args.resume:
@@ -209,6 +246,8 @@ def report(args: argparse.Namespace, folders: list[Path], done: dict, retried: l
     failures: list[tuple[int, str, str, str, str]] = []
     incomplete = False
     names = {folder: definition_name(folder) for folder in folders}
+    # with every workload asked for, a problem whose traces lack some of its workloads was not wholly reached
+    declared = {folder: workload_uuids(folder) if args.workloads == "all" else set() for folder in folders}
     for seed in args.seeds:
         runs = {stem: entry for stem, entry in done.items() if entry[0] == seed}
         by_workload: dict[tuple[str, str], object] = {}
@@ -224,7 +263,10 @@ def report(args: argparse.Namespace, folders: list[Path], done: dict, retried: l
         problems = {t.definition for t in traces}
         not_reached = [str(folder) for folder, name in names.items()
                        if name not in problems and not any(str(folder) in line for line in refused)]
-        incomplete = incomplete or bool(not_reached)
+        traced = Counter(t.definition for t in traces)
+        missing = sorted((name, len(declared[folder]) - traced[name]) for folder, name in names.items()
+                         if name in problems and len(declared[folder]) > traced[name])
+        incomplete = incomplete or bool(not_reached) or bool(missing)
         nondeterministic = [f"{t.definition} / {t.workload.uuid[:12]}" for t in traces if "note [reference-nondeterministic]" in t.evaluation.log]
         for trace in traces:
             if trace.evaluation.status.value != "PASSED":
@@ -233,12 +275,16 @@ def report(args: argparse.Namespace, folders: list[Path], done: dict, retried: l
         codes = [runs[stem][1] for stem in sorted(runs)]
         summary["seeds"][str(seed)] = {"runs": len(runs), "run_again": sorted(stem for stem in runs if stem in retried), "exit_codes": codes,
                                         "problems": len(problems), "workloads": len(traces), "statuses": dict(statuses), "refused": refused,
-                                        "not_reached": not_reached, "reference_nondeterministic": nondeterministic}
+                                        "not_reached": not_reached, "workloads_not_reached": dict(missing),
+                                        "reference_nondeterministic": nondeterministic}
         print(f"seed {seed}: {len(problems)} problems, {len(traces)} workloads, {dict(statuses)}, {len(refused)} refused"
               + (f", {len(not_reached)} problems not reached" if not_reached else "")
+              + (f", {sum(count for _, count in missing)} workloads of {len(missing)} problems not reached" if missing else "")
               + (f", {sum(stem in retried for stem in runs)} problem runs again after running out of memory" if retried else ""), flush=True)
         for line in refused:
             print(f"  {line}")
+        for name, count in missing:
+            print(f"  not reached: {count} workloads of {name}")
         if nondeterministic:  # explained by the trace: run twice on the same inputs, the reference disagreed with itself
             print(f"  reference non-deterministic beyond the tolerance (the trace says so): {', '.join(nondeterministic)}")
     print(f"{wall:.0f} s wall, {args.parallel} run(s) at a time")

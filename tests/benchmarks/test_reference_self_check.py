@@ -95,3 +95,50 @@ def test_shards_balance_workload_counts(tmp_path: Path, self_check):
         folders.append(folder)
     groups = self_check.shards_of(folders, 2)
     assert sorted(sorted(f.name for f in group) for group in groups) == [["a", "d"], ["b", "c"]]  # 10 and 9 workloads
+
+
+def _problem_folder(root: Path, name: str, uuids: list[str]) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "definition.json").write_text(json.dumps({"name": name}))
+    (folder / "workload.jsonl").write_text("".join(json.dumps({"uuid": uuid}) + "\n" for uuid in uuids))
+    return folder
+
+
+def test_a_dataset_path_that_does_not_exist_stops_the_sweep(tmp_path: Path, self_check):
+    _problem_folder(tmp_path / "set", "a", ["a0"])
+    with pytest.raises(SystemExit, match="nowhere: no such dataset folder"):
+        self_check.problem_folders([tmp_path / "set", tmp_path / "nowhere"])
+
+
+def test_a_sweep_resumes_only_with_the_shards_it_began_with(tmp_path: Path, self_check):
+    folders = [_problem_folder(tmp_path / "set", name, [f"{name}{i}" for i in range(3)]) for name in "abc"]
+    out = tmp_path / "out"
+    out.mkdir()
+    self_check.same_plan_or_exit(out, self_check.shards_of(folders, 2), resume=False)
+    self_check.same_plan_or_exit(out, self_check.shards_of(folders, 2), resume=True)  # the same split: goes on
+    with pytest.raises(SystemExit, match="sweep-plan.json: this sweep was split into other shards"):
+        self_check.same_plan_or_exit(out, self_check.shards_of(folders[:2], 2), resume=True)  # a dataset left out
+    with pytest.raises(SystemExit, match="other shards"):
+        self_check.same_plan_or_exit(out, self_check.shards_of(folders, 3), resume=True)
+    self_check.same_plan_or_exit(out, self_check.shards_of(folders, 3), resume=False)  # a new sweep replaces the plan
+    assert len(json.loads((out / "sweep-plan.json").read_text())["shards"]) == 3
+
+
+def test_workloads_missing_from_a_reached_problem_fail_the_sweep(tmp_path: Path, self_check, capsys):
+    """A problem with traces for some of its workloads only (others set aside and not run again) is not complete."""
+    traces = _traces(tmp_path)
+    modest = _problem_folder(tmp_path / "set", "modest", [traces[1].workload.uuid, "never-run"])
+    out = tmp_path / "out"
+    out.mkdir()
+    append_jsonl(out / "traces-seed1.jsonl", traces[1].to_json_dict())
+    args = self_check.argparse.Namespace(datasets=[tmp_path / "set"], parallel=1, seeds=[1], out=out, workloads="all")
+
+    code = self_check.report(args, [modest], {"seed1": (1, 0, out / "traces-seed1.jsonl", False)}, [], 1.0)
+
+    assert code == 1
+    printed = capsys.readouterr().out
+    assert "{'PASSED': 1}, 0 refused, 1 workloads of 1 problems not reached" in printed and "not reached: 1 workloads of modest" in printed
+    assert json.loads((out / "self-check.json").read_text())["seeds"]["1"]["workloads_not_reached"] == {"modest": 1}
+    args.workloads = "smallest:1"  # a chosen part of the workloads: the rest is not missing
+    assert self_check.report(args, [modest], {"seed1": (1, 0, out / "traces-seed1.jsonl", False)}, [], 1.0) == 0

@@ -471,3 +471,20 @@ def test_command_line(tmp_path):
     forced = subprocess.run(command[:-1] + ["12", "--force"], capture_output=True, text=True, timeout=120)
     assert forced.returncode == 0, forced.stderr
     assert len(list(out.glob("*/*/definition.json"))) == 12
+
+
+def test_paged_prefill_scores_blocks_of_queries_as_one_matrix_would(problems):
+    """208's largest workloads would need 256 GiB of fp32 scores at once (8,192 queries x 262,144 cached
+    tokens x 32 heads); its reference scores blocks of queries. One query per block, a few, and all at once
+    give the same output (up to the last bf16 bit of a sum taken in another order)."""
+    problem = next(p for p in problems if p.name.startswith("208_paged_prefill"))
+    module = problem.module()
+    workload = problem.smallest()
+    inputs = make_inputs(problem, workload, module, seed=3)
+    whole = module.run(*inputs).float()
+    axes = problem.axes(workload)
+    assert module.SCORES_PER_BLOCK >= axes["num_qo_heads"] * axes["total_q"] * axes["num_kv_indices"] * axes["page_size"]  # one block here
+    for scores in (1, axes["num_qo_heads"] * axes["page_size"] * 8):
+        module.SCORES_PER_BLOCK = scores
+        blocked = module.run(*inputs).float()
+        assert (blocked - whole).abs().max().item() <= 2 ** -7 * whole.abs().max().item(), scores

@@ -286,6 +286,10 @@ def paged_prefill(model: Model, page_size: int) -> Spec:
     reference = """import torch
 
 
+SCORES_PER_BLOCK = 1 << 28  # fp32 scores of one block of queries (1 GiB): a request of 8,192 queries over
+                            # 262,144 cached tokens would need 256 GiB at once
+
+
 def run(q, kv_cache, qo_indptr, kv_indptr, kv_indices, kv_last_page_len, sm_scale):
     page_size, num_kv_heads = kv_cache.shape[2], kv_cache.shape[3]
     group = q.shape[1] // num_kv_heads
@@ -295,12 +299,14 @@ def run(q, kv_cache, qo_indptr, kv_indptr, kv_indices, kv_last_page_len, sm_scal
         pages, length = request_pages(kv_indptr, kv_indices, kv_last_page_len, page_size, b)
         k = kv_cache[pages, 0].flatten(0, 1)[:length].to(torch.float32).repeat_interleave(group, dim=1)
         v = kv_cache[pages, 1].flatten(0, 1)[:length].to(torch.float32).repeat_interleave(group, dim=1)
-        qb = q[start:end].to(torch.float32)
-        scores = torch.einsum("qhd,khd->hqk", qb, k) * sm_scale
-        # queries are the last (end - start) tokens of the request: causal against the whole cache
-        mask = torch.triu(torch.ones(end - start, length, dtype=torch.bool, device=q.device), length - (end - start) + 1)
-        probs = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
-        out[start:end] = torch.einsum("hqk,khd->qhd", probs, v).to(q.dtype)
+        block = max(1, SCORES_PER_BLOCK // (q.shape[1] * max(length, 1)))
+        for first in range(start, end, block):
+            last = min(first + block, end)
+            scores = torch.einsum("qhd,khd->hqk", q[first:last].to(torch.float32), k) * sm_scale
+            # queries are the last (end - start) tokens of the request: causal against the whole cache
+            mask = torch.triu(torch.ones(last - first, length, dtype=torch.bool, device=q.device), length - (end - first) + 1)
+            probs = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+            out[first:last] = torch.einsum("hqk,khd->qhd", probs, v).to(q.dtype)
     return out
 """
     make = """
