@@ -4,7 +4,6 @@ traces aside rather than dropping them."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -16,16 +15,7 @@ from solbench.data.inline import inline_problem, inline_solution
 from solbench.data.loaders import load_traces
 from solbench.data.trace import Status
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "reference_self_check.py"
 TOO_MUCH = 1 << 62
-
-
-@pytest.fixture(scope="module")
-def self_check():
-    spec = importlib.util.spec_from_file_location("reference_self_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _traces(tmp_path: Path) -> list:

@@ -35,3 +35,28 @@ def test_each_gpu_lane_sees_one_gpu_and_statuses_match_serial() -> None:
     assert lanes <= {f"gpu{index}" for index in range(torch.cuda.device_count())}
     if torch.cuda.device_count() > 1:
         assert len(lanes) > 1  # the jobs were spread over the GPUs
+
+
+def test_a_killed_gpu_lane_is_restarted_and_its_job_retried() -> None:
+    """The lane of GPU 0 killed (SIGKILL, its workers with it) after its first trace: a fresh lane on the
+    same GPU takes the job again and does the two workloads left; nothing is lost or done twice."""
+    import os
+    import signal
+
+    from exec_testkit import lane_pids
+
+    job = reference_job("rmsnorm_llama3_8b", "smallest:3")
+    killed: list[int] = []
+
+    def kill_the_lane_once(trace) -> None:
+        if not killed:
+            (pid,) = lane_pids()
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    traces = evaluate_jobs([job], quick_options(device="cuda"), executor="pool", lanes="0", on_trace=kill_the_lane_once)
+    assert len(killed) == 1
+    assert [trace.workload.uuid for trace in traces] == [workload.uuid for workload in job.workloads]
+    assert [trace.evaluation.status for trace in traces] == [Status.PASSED] * 3, [t.evaluation.log for t in traces]
+    assert {trace.evaluation.environment["lane"] for trace in traces} == {"gpu0"}
+    assert lane_pids() == set()

@@ -18,7 +18,7 @@ def test_two_cpu_lanes_give_the_serial_statuses_in_job_order(cheap_jobs: list[Jo
     assert lane_pids() == set()  # the lanes are gone
 
 
-def test_a_killed_lane_is_restarted_its_job_retried_once_then_failed() -> None:
+def test_a_killed_lane_is_restarted_its_job_retried_once_then_failed(capsys) -> None:
     """One lane, one job of three workloads; the lane process is killed after the first and after
     the second trace: the retry (in a fresh lane) skips the first workload and does the second;
     after the second death the third is recorded as failed, with the reason."""
@@ -38,6 +38,10 @@ def test_a_killed_lane_is_restarted_its_job_retried_once_then_failed() -> None:
     failed = traces[2].evaluation
     assert failed.flags == [LANE_DIED_FLAG]
     assert failed.log.startswith("evaluation lane cpu0 died twice while evaluating this job (exit code -9)")
+    said = capsys.readouterr().err.splitlines()  # each death is said as it happens, not only in the traces
+    assert [line for line in said if line.startswith("evaluation lane")] == [
+        "evaluation lane cpu0 died (exit code -9) while evaluating rmsnorm_llama3_8b; it starts again and the job is retried, skipping the workloads already done",
+        "evaluation lane cpu0 died (exit code -9) while evaluating rmsnorm_llama3_8b; its workloads not yet done are recorded as failed"]
 
 
 def test_a_failing_on_trace_stops_the_lanes_at_once() -> None:

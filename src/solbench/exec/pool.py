@@ -154,6 +154,9 @@ def _lane_died(slot: _LaneSlot, jobs: list[Job], attempts: list[int], queue: deq
         queue.appendleft(later)
     slot.jobs = []
     if index is not None:
+        print(f"evaluation lane {slot.lane.name} died (exit code {code}) while evaluating {jobs[index].problem.name}; "
+              + ("it starts again and the job is retried, skipping the workloads already done" if attempts[index] < MAX_ATTEMPTS
+                 else "its workloads not yet done are recorded as failed"), file=sys.stderr, flush=True)
         if attempts[index] < MAX_ATTEMPTS:
             queue.appendleft(index)  # retried first, skipping the workloads it reported
         else:
