@@ -263,9 +263,11 @@ def report(args: argparse.Namespace, folders: list[Path], done: dict, retried: l
         problems = {t.definition for t in traces}
         not_reached = [str(folder) for folder, name in names.items()
                        if name not in problems and not any(str(folder) in line for line in refused)]
-        traced = Counter(t.definition for t in traces)
-        missing = sorted((name, len(declared[folder]) - traced[name]) for folder, name in names.items()
-                         if name in problems and len(declared[folder]) > traced[name])
+        traced: dict[str, set[str]] = {}
+        for trace in traces:
+            traced.setdefault(trace.definition, set()).add(trace.workload.uuid)
+        missing = sorted((name, len(declared[folder] - traced[name])) for folder, name in names.items()
+                         if name in problems and declared[folder] - traced[name])
         incomplete = incomplete or bool(not_reached) or bool(missing)
         nondeterministic = [f"{t.definition} / {t.workload.uuid[:12]}" for t in traces if "note [reference-nondeterministic]" in t.evaluation.log]
         for trace in traces:
