@@ -70,3 +70,32 @@ def test_a_killed_task_is_retried_once_skipping_what_it_reported_then_failed(loc
     failed = traces[2].evaluation
     assert failed.flags == [LANE_DIED_FLAG]
     assert failed.log.startswith("the Ray task evaluating this job failed twice")
+
+
+def test_a_ray_worker_keeps_its_reference_worker_for_the_next_task_until_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a Ray worker process keeps between tasks (no Ray needed to see it): the same pair for the next
+    job of the same options and GPUs, a new one for other GPUs (the old one closed), none after the idle time."""
+    import time
+
+    from solbench.exec.jobs import evaluate_job
+    from solbench.exec.ray_executor import _KeptPair
+
+    kept, options, traces = _KeptPair(), quick_options(), []
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    first = kept.take(options)
+    evaluate_job(reference_job("rmsnorm_llama3_8b"), options, traces.append, workers=first)
+    reference = first.reference.process
+    kept.release()
+    assert kept.take(options) is first  # the next task: the same pair, its reference worker still running
+    evaluate_job(reference_job("silu_and_mul_llama3_8b"), options, traces.append, workers=first)
+    assert first.reference.process is reference and reference.poll() is None
+    kept.release()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")  # a task given another GPU
+    other = kept.take(options)
+    assert other is not first and reference.wait(10) is not None
+    evaluate_job(reference_job("rmsnorm_llama3_8b"), options, traces.append, workers=other)
+    assert [trace.evaluation.status for trace in traces] == [Status.PASSED] * 3, [t.evaluation.log for t in traces]
+    second = other.reference.process
+    kept.release(idle_s=0.2)
+    time.sleep(1.0)
+    assert kept.pair is None and second.wait(10) is not None  # idle: closed, its reference worker ended

@@ -1,23 +1,91 @@
 """The same jobs as Ray tasks, for more than one host: one task per job (num_gpus=1, or num_cpus=1 on
 a CPU-only cluster), each running the same isolated evaluator, its traces streamed back as it yields
 them. Ray does the scheduling; a task whose worker dies is submitted again once, skipping the
-workloads it already reported, as a pool lane's job is. Every node needs solbench installed, and the
-problems' folders at the same paths (a shared file system) where workloads read files."""
+workloads it already reported, as a pool lane's job is. A Ray worker process keeps its evaluator's
+reference worker from task to task, as a pool lane does (its start-up is paid once per process, not
+once per job), and closes it after KEEP_IDLE_S without a task. Every node needs solbench installed,
+and the problems' folders at the same paths (a shared file system) where workloads read files."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
+import os
 import queue
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Iterator
 
 from solbench.exec.collect import Collector
-from solbench.exec.jobs import MAX_ATTEMPTS, Job, evaluate_job, give_up, noting_lane, one_line
+from solbench.exec.jobs import MAX_ATTEMPTS, Job, evaluate_job, give_up, kept_workers, noting_lane, one_line
 
 if TYPE_CHECKING:
     from solbench.bench.orchestrator import EvalOptions
+    from solbench.bench.workers import WorkerPair
 
 _END = object()
+KEEP_IDLE_S = 60.0  # an idle Ray worker of a long-lived cluster does not hold a reference worker (and its GPU memory) for long
+
+
+class _KeptPair:
+    """In a Ray worker process: the worker pair of its last task, kept for the next task of the same options
+    on the same GPUs (Ray gives each task its GPU through CUDA_VISIBLE_DEVICES), closed when idle."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.key: tuple[Any, str | None] | None = None
+        self.stack: contextlib.ExitStack | None = None
+        self.pair: WorkerPair | None = None
+        self.timer: threading.Timer | None = None
+        self.generation = 0  # a timer that fires after a task took the pair again does nothing
+        atexit.register(self.close)
+
+    def take(self, options: EvalOptions) -> WorkerPair | None:
+        key = (options, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        with self.lock:
+            self.generation += 1
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+            if self.stack is None or self.key != key:
+                self._close()
+                stack = contextlib.ExitStack()
+                try:
+                    pair = stack.enter_context(kept_workers(options))
+                except BaseException:
+                    stack.close()
+                    raise
+                self.stack, self.pair, self.key = stack, pair, key
+            return self.pair
+
+    def release(self, idle_s: float = KEEP_IDLE_S) -> None:
+        """The task is over: the pair stays for idle_s more seconds."""
+        with self.lock:
+            self.generation += 1
+            self.timer = threading.Timer(idle_s, self._expire, args=(self.generation,))
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _expire(self, generation: int) -> None:
+        with self.lock:
+            if generation == self.generation:
+                self._close()
+
+    def close(self) -> None:
+        with self.lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self.stack is not None:
+            stack, self.stack, self.pair, self.key = self.stack, None, None, None
+            stack.close()
+
+
+_KEPT = _KeptPair()
+# One thread of the Ray worker process runs every task's evaluation: a sandboxed worker ends with the thread
+# that started it (bench/sandbox.py), so the kept reference worker must be started from a thread that outlives the task.
+_RUNNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="solbench-job")
 
 
 class RayUnavailable(RuntimeError):
@@ -104,15 +172,19 @@ def _job_task(job: Job, options: EvalOptions, done: frozenset[str]) -> Iterator[
 
     def work() -> None:
         try:
-            evaluate_job(job, options, noting_lane(lane, traces.put), done)
+            try:
+                workers = _KEPT.take(options)
+            except Exception:  # noqa: BLE001 - the evaluation starts its own workers, and says in its traces if they fail too
+                workers = None
+            evaluate_job(job, options, noting_lane(lane, traces.put), done, workers=workers)
         finally:
+            _KEPT.release()
             traces.put(_END)
 
-    thread = threading.Thread(target=work, name="solbench-job", daemon=True)
-    thread.start()
+    finished = _RUNNER.submit(work)
     while (trace := traces.get()) is not _END:
         yield trace
-    thread.join()
+    finished.result()
 
 
 def _portable(job: Job) -> Job:
