@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, name: str, options: list[str], kill: bool) -> 
                 killed = kill_one_lane(process.pid)
             time.sleep(0.2)
     wall = time.perf_counter() - started
-    said = [line for line in log.read_text().splitlines() if line.startswith("evaluation lane ") and " died " in line]
+    said = [line for line in log.read_text().splitlines() if " died (" in line and " while evaluating " in line]  # exec.jobs.retried_after_death
     return {"wall_s": wall, "exit_code": process.returncode, "traces": load_traces(traces) if traces.exists() else [],
             "killed": killed, "deaths_said": len(said)}
 

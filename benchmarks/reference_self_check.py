@@ -101,8 +101,7 @@ def definition_name(folder: Path) -> str:
 def shards_of(folders: list[Path], count: int) -> list[list[Path]]:
     """`count` groups of about equal workload counts (the largest problems placed first, each on the lightest group)."""
     def weight(folder: Path) -> int:
-        workloads = folder / "workload.jsonl"
-        return sum(1 for line in workloads.read_text().splitlines() if line.strip()) if workloads.is_file() else 1
+        return len(workload_uuids(folder)) or 1
 
     groups: list[list[Path]] = [[] for _ in range(max(1, min(count, len(folders))))]
     loads = [0] * len(groups)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 import torch
-from exec_testkit import outcome, quick_options, reference_job
+from exec_testkit import lane_pids, outcome, quick_options, reference_job
 
 from solbench.data.inline import inline_problem, inline_solution
 from solbench.data.trace import Status
@@ -40,11 +43,6 @@ def test_each_gpu_lane_sees_one_gpu_and_statuses_match_serial() -> None:
 def test_a_killed_gpu_lane_is_restarted_and_its_job_retried() -> None:
     """The lane of GPU 0 killed (SIGKILL, its workers with it) after its first trace: a fresh lane on the
     same GPU takes the job again and does the two workloads left; nothing is lost or done twice."""
-    import os
-    import signal
-
-    from exec_testkit import lane_pids
-
     job = reference_job("rmsnorm_llama3_8b", "smallest:3")
     killed: list[int] = []
 

@@ -40,7 +40,7 @@ def test_a_killed_lane_is_restarted_its_job_retried_once_then_failed(capsys) -> 
     assert failed.log.startswith("evaluation lane cpu0 died twice while evaluating this job (exit code -9)")
     said = capsys.readouterr().err.splitlines()  # each death is said as it happens, not only in the traces
     assert [line for line in said if line.startswith("evaluation lane")] == [
-        "evaluation lane cpu0 died (exit code -9) while evaluating rmsnorm_llama3_8b; it starts again and the job is retried, skipping the workloads already done",
+        "evaluation lane cpu0 died (exit code -9) while evaluating rmsnorm_llama3_8b; the job is retried, skipping the workloads already done",
         "evaluation lane cpu0 died (exit code -9) while evaluating rmsnorm_llama3_8b; its workloads not yet done are recorded as failed"]
 
 

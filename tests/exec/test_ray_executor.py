@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -10,6 +11,8 @@ from exec_testkit import outcome, quick_options, reference_job
 
 from solbench.data.trace import Status, Trace
 from solbench.exec import LANE_DIED_FLAG, Job, RayUnavailable, evaluate_jobs
+from solbench.exec.jobs import evaluate_job
+from solbench.exec.ray_executor import _KeptPair
 
 ray = pytest.importorskip("ray")
 
@@ -51,7 +54,7 @@ def _task_pids() -> set[int]:
     return pids
 
 
-def test_a_killed_task_is_retried_once_skipping_what_it_reported_then_failed(local_ray: None) -> None:
+def test_a_killed_task_is_retried_once_skipping_what_it_reported_then_failed(local_ray: None, capsys: pytest.CaptureFixture) -> None:
     """The Ray worker running the job is killed after the first and after the second trace: the
     retry skips the first workload and does the second; after the second death the third is failed."""
     job = reference_job("rmsnorm_llama3_8b", "smallest:3")
@@ -70,16 +73,15 @@ def test_a_killed_task_is_retried_once_skipping_what_it_reported_then_failed(loc
     failed = traces[2].evaluation
     assert failed.flags == [LANE_DIED_FLAG]
     assert failed.log.startswith("the Ray task evaluating this job failed twice")
+    said = [line for line in capsys.readouterr().err.splitlines() if line.startswith("the Ray task died (")]  # each death, as a pool lane's
+    assert len(said) == 2
+    assert said[0].endswith("while evaluating rmsnorm_llama3_8b; the job is retried, skipping the workloads already done")
+    assert said[1].endswith("while evaluating rmsnorm_llama3_8b; its workloads not yet done are recorded as failed")
 
 
 def test_a_ray_worker_keeps_its_reference_worker_for_the_next_task_until_idle(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a Ray worker process keeps between tasks (no Ray needed to see it): the same pair for the next
     job of the same options and GPUs, a new one for other GPUs (the old one closed), none after the idle time."""
-    import time
-
-    from solbench.exec.jobs import evaluate_job
-    from solbench.exec.ray_executor import _KeptPair
-
     kept, options, traces = _KeptPair(), quick_options(), []
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     first = kept.take(options)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import sys
 from dataclasses import dataclass, field
 import contextlib
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
@@ -102,6 +103,16 @@ def failure_traces(job: Job, done: Iterable[str], reason: str, flag: str) -> lis
 
 
 MAX_ATTEMPTS = 2  # a job whose lane or task dies is retried once, skipping the workloads it reported
+
+
+def retried_after_death(job: Job, attempts: int, death: str) -> bool:
+    """Whether a job whose lane or Ray task died is tried again (it is, once, skipping the workloads it
+    reported); `death` says what died and how. Said on stderr as it happens, whichever executor ran it."""
+    again = attempts < MAX_ATTEMPTS
+    print(f"{death} while evaluating {job.problem.name}; "
+          + ("the job is retried, skipping the workloads already done" if again else "its workloads not yet done are recorded as failed"),
+          file=sys.stderr, flush=True)
+    return again
 
 
 def give_up(collector: Collector, index: int, job: Job, reason: str) -> None:

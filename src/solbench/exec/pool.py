@@ -19,7 +19,7 @@ from multiprocessing.connection import Connection, wait
 from typing import TYPE_CHECKING, Any
 
 from solbench.exec.collect import Collector
-from solbench.exec.jobs import MAX_ATTEMPTS, Job, give_up
+from solbench.exec.jobs import Job, give_up, retried_after_death
 from solbench.exec.lanes import Lane
 
 if TYPE_CHECKING:
@@ -154,10 +154,7 @@ def _lane_died(slot: _LaneSlot, jobs: list[Job], attempts: list[int], queue: deq
         queue.appendleft(later)
     slot.jobs = []
     if index is not None:
-        print(f"evaluation lane {slot.lane.name} died (exit code {code}) while evaluating {jobs[index].problem.name}; "
-              + ("it starts again and the job is retried, skipping the workloads already done" if attempts[index] < MAX_ATTEMPTS
-                 else "its workloads not yet done are recorded as failed"), file=sys.stderr, flush=True)
-        if attempts[index] < MAX_ATTEMPTS:
+        if retried_after_death(jobs[index], attempts[index], f"evaluation lane {slot.lane.name} died (exit code {code})"):
             queue.appendleft(index)  # retried first, skipping the workloads it reported
         else:
             give_up(collector, index, jobs[index], f"evaluation lane {slot.lane.name} died twice while evaluating this job (exit code {code}); "

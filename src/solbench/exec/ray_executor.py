@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Iterator
 
 from solbench.exec.collect import Collector
-from solbench.exec.jobs import MAX_ATTEMPTS, Job, evaluate_job, give_up, kept_workers, noting_lane, one_line
+from solbench.exec.jobs import Job, evaluate_job, give_up, kept_workers, noting_lane, one_line, retried_after_death
 
 if TYPE_CHECKING:
     from solbench.bench.orchestrator import EvalOptions
@@ -150,7 +150,7 @@ def _run(ray: Any, jobs: list[Job], task: tuple[EvalOptions, dict[str, Any]], co
             collector.finish(index)
             continue
         except ray.exceptions.RayError as exc:
-            if attempts[index] < MAX_ATTEMPTS:
+            if retried_after_death(jobs[index], attempts[index], f"the Ray task died ({one_line(exc)})"):
                 running[submit(index)] = index
             else:
                 give_up(collector, index, jobs[index], f"the Ray task evaluating this job failed twice ({one_line(exc)}); "
