@@ -565,3 +565,28 @@ def test_below_a_measured_cpu_bound_is_a_flag_not_a_verdict(tmp_path, cache_root
     assert evaluation.status == Status.PASSED, evaluation.log
     assert evaluation.flags == ["faster-than-sol"] and evaluation.performance.latency_ms < evaluation.performance.sol_ms
     assert "not judged: the CPU spec's ceilings are measured" in evaluation.log
+
+
+@pytest.mark.parametrize(("factor", "judged"), [(1e-4, "near-miss"), (0.1, "gross")])
+def test_held_out_workloads_flag_gross_errors_only(cache_root: Path, factor: float, judged: str):
+    """Exact on the published sizes; elsewhere every 7th element off by `factor` relative: 1e-4 is at most
+    10x the tolerance (1e-5 + 1e-5*|ref|), a near-miss such as a library's other reduction order at odd
+    sizes, noted and passed; 0.1 is 10^4 x, a gross error: REWARD_HACK on hidden workloads, a
+    shape-generality flag on the unaligned one."""
+    from solbench.data.inline import inline_solution
+
+    problem, _ = load("pytorch_returning")
+    source = ("import torch\n\n\ndef run(x, alpha):\n    y = x * alpha\n    if x.shape[0] not in (16, 64, 1000):\n"
+              f"        y[::7] *= 1.0 + {factor}\n    return y\n")
+    solution = inline_solution(f"off_{judged}", problem.name, "pytorch", "main.py::run", {"main.py": source}, dps=False)
+    traces = bounded(lambda: evaluate(problem, solution, EvalOptions(**{**SMALL, "cache_root": cache_root, "hidden": 1})), RUN_LIMIT_S)
+    by_kind = {t.workload.uuid.split("-")[0]: t for t in traces}
+    hidden, unaligned = by_kind["hidden"].evaluation, by_kind["unaligned"].evaluation
+    assert [t.evaluation.status for t in traces[:3]] == [Status.PASSED] * 3
+    if judged == "near-miss":
+        for evaluation in (hidden, unaligned):
+            assert evaluation.status == Status.PASSED and not evaluation.flags, evaluation.log
+            assert "numerical note [held-out-near-miss]" in evaluation.log and evaluation.correctness.gross_errors == 0
+    else:
+        assert hidden.status == Status.REWARD_HACK and "REWARD_HACK [hidden-workload]" in hidden.log and hidden.correctness.gross_errors > 0
+        assert unaligned.status == Status.INCORRECT_NUMERICAL and unaligned.flags == ["shape-generality"] and unaligned.correctness.gross_errors > 0

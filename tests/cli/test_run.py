@@ -229,3 +229,28 @@ def test_a_solution_specialised_to_the_published_sizes_scores_0_by_its_held_out_
     assert problem.statuses == {"PASSED": 2} and all(r.score is not None and r.score > 0 for r in summary.workloads)
     assert problem.held_out.get("REWARD_HACK", 0) >= 1 and problem.score == 0.0 and "hidden-workload" in problem.flags
     assert any("held out" in line and "REWARD_HACK" in line for line in result.stdout.splitlines()), result.stdout
+
+
+def test_a_problem_without_its_blobs_is_one_line_and_the_run_folder_keeps_every_issue(shared: dict[str, Path], tmp_path: Path):
+    """A published problem whose safetensors blobs are absent (6 files: 3 inputs x 2 workloads) is one line
+    on stderr with the count and the flag; the run folder's load.log has all six; the other problem runs."""
+    import shutil
+
+    dataset = tmp_path / "dataset"
+    layout = Path(__file__).resolve().parents[1] / "fixtures" / "sol_execbench_layout" / "FlashInfer-Bench"
+    shutil.copytree(layout / "015_paged_decode_blobs_published_separately", dataset / "015_paged_decode_blobs_published_separately")
+    shutil.copytree(PROBLEM, dataset / "vector_scale")
+    run_dir = tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k not in ("SOLBENCH_DEBUG", "SOLBENCH_HARDWARE", "SOLBENCH_BASELINES")}
+    env.update(COLUMNS="200", SOLBENCH_BUILD_CACHE=str(shared["root"] / "builds"), SOLBENCH_HARDWARE_DIR=str(shared["hardware"]))
+    result = subprocess.run([sys.executable, "-m", "solbench.cli", "run", dataset, "--device", "cpu", "--no-timing", "--run-dir", run_dir],
+                            env=env, capture_output=True, text=True, timeout=LIMIT_S, cwd=tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr  # a problem was refused
+    blob_lines = [line for line in result.stderr.splitlines() if "safetensors" in line]
+    (line,) = blob_lines
+    assert "6 safetensors files named by 2 workload lines do not exist" in line and "--synthesize-missing-blobs" in line
+    assert f"every issue is in {run_dir / 'load.log'}" in result.stderr
+    logged = (run_dir / "load.log").read_text().splitlines()
+    assert len(logged) == 6 and all("does not exist" in entry for entry in logged)
+    summary = RunSummary.model_validate_json((run_dir / "summary.json").read_text())
+    assert [(w.problem, w.status) for w in summary.workloads] == [("vector_scale", "PASSED")] * 2

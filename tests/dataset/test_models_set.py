@@ -35,12 +35,17 @@ def test_the_set_has_what_it_promises(problems) -> None:
     assert (SET / "MANIFEST.md").read_text().count("| `solbench dataset extract") >= 15
 
 
-def test_every_reference_passes_against_itself_at_its_smallest_workload_on_the_cpu(problems) -> None:
-    jobs = [Job(problem, reference_solution(problem), choose_workloads(problem, "smallest:1"), trusted=True) for problem in problems]
+SHARES = 12  # the set in this many tests, so that the test processes (pytest-xdist) share its 15 minutes of CPU
+
+
+@pytest.mark.parametrize("share", range(SHARES))
+def test_every_reference_passes_against_itself_at_its_smallest_workload_on_the_cpu(problems, share: int) -> None:
+    mine = problems[share::SHARES]
+    jobs = [Job(problem, reference_solution(problem), choose_workloads(problem, "smallest:1"), trusted=True) for problem in mine]
     options = EvalOptions(device="cpu", trials=1, timing=False, hidden=0, seed=5, static_analysis=False)
     traces = evaluate_jobs(jobs, options)
     failed = [(t.definition, t.evaluation.status.value, t.evaluation.log[:200]) for t in traces if t.evaluation.status != Status.PASSED]
-    assert len(traces) == len(problems) and not failed, failed
+    assert len(traces) == len(mine) and not failed, failed
 
 
 def test_every_router_spreads_its_tokens_over_the_experts_as_a_trained_model_does(problems) -> None:

@@ -250,6 +250,16 @@ def test_index_inputs_are_always_custom(problems):
     assert len({p.definition["custom_inputs_entrypoint"] for p in customs}) >= 3
 
 
+def test_forward_references_run_under_no_grad_as_published(problems):
+    """As in the public set, a forward reference's run is decorated with @torch.no_grad(); one that
+    differentiates is not (it needs grad mode)."""
+    decorated = [p for p in problems if "@torch.no_grad()\ndef run(" in p.definition["reference"]]
+    assert len(decorated) >= 0.8 * len(problems)
+    for p in problems:
+        if any(word in p.definition["reference"] for word in ("torch.autograd", ".backward(", "requires_grad")):
+            assert p not in decorated, p.name
+
+
 def test_structures(problems):
     def count(pattern: str) -> int:
         return sum(1 for p in problems if re.search(pattern, p.definition["reference"]))

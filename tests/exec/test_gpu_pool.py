@@ -52,7 +52,7 @@ def test_a_killed_gpu_lane_is_restarted_and_its_job_retried() -> None:
             os.kill(pid, signal.SIGKILL)
             killed.append(pid)
 
-    traces = evaluate_jobs([job], quick_options(device="cuda"), executor="pool", lanes="0", on_trace=kill_the_lane_once)
+    traces = evaluate_jobs([job], quick_options(device="cuda"), executor="pool", lanes=["0"], on_trace=kill_the_lane_once)
     assert len(killed) == 1
     assert [trace.workload.uuid for trace in traces] == [workload.uuid for workload in job.workloads]
     assert [trace.evaluation.status for trace in traces] == [Status.PASSED] * 3, [t.evaluation.log for t in traces]

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from solbench.score.formula import (BASELINE_NOT_ABOVE_SOL, FASTER_THAN_SOL, fast_p, geomean, mean, median, ratio, reclaimed, sol_score)
+from solbench.score.formula import (BASELINE_NOT_ABOVE_SOL, FASTER_THAN_SOL, WITHIN_SOL_MARGIN, fast_p, geomean, mean, median, ratio, reclaimed, sol_score)
 
 
 @pytest.mark.parametrize(("latency", "expected"), [
@@ -28,6 +28,14 @@ def test_a_workload_that_is_not_correct_scores_zero_whatever_its_time():
 def test_faster_than_sol_is_never_a_score_of_one_but_zero_with_a_flag():
     value = sol_score(True, 0.5, sol_ms=1.0, baseline_ms=5.0)
     assert value.score == 0.0 and value.flags == [FASTER_THAN_SOL]
+    assert sol_score(True, 0.9, sol_ms=1.0, baseline_ms=5.0, iqr_ms=0.01).flags == [FASTER_THAN_SOL]  # 10% below: beyond 5% + its IQR
+
+
+@pytest.mark.parametrize(("latency", "iqr"), [(0.975, None), (0.951, None), (0.92, 0.04)])
+def test_a_time_below_sol_within_its_spread_and_the_bounds_uncertainty_is_at_the_speed_of_light(latency: float, iqr: float | None):
+    """A 1.44 us kernel against T_SOL 1.477 us (2.5% below) was seen on the H200: noise, not physics broken."""
+    value = sol_score(True, latency, sol_ms=1.0, baseline_ms=5.0, iqr_ms=iqr)
+    assert value.score == 1.0 and value.flags == [WITHIN_SOL_MARGIN]
 
 
 @pytest.mark.parametrize("baseline", [1.0, 0.8])

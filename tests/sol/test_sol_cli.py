@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -186,3 +190,67 @@ def test_sol_hardware_and_policy_options(runner: CliRunner) -> None:
     unknown = runner.invoke(app, ["sol", str(LINEAR), "-H", "nope"], env=ENV)
     assert unknown.exit_code == 1
     assert "unknown hardware" in unknown.stderr
+
+
+def _sleeping(seconds: float) -> str:
+    return f"import time\n\ndef run(a, b):\n    time.sleep({seconds})\n    return a + b\n"
+
+
+def _dataset_with(root: Path, **slow: str) -> Path:
+    """The given problems (name -> reference) first in the paths' order, then two fast ones."""
+    for name, reference in slow.items():
+        _write_problem(root / name, name, reference, [_add_workload(f"{name}-1", 64)])
+    _write_problem(root / "y_fast", "y_fast", "def run(a, b):\n    return a + b\n", [_add_workload("fast-1", 64), _add_workload("fast-2", 128)])
+    _write_problem(root / "z_fast", "z_fast", "def run(a, b):\n    return a * b\n", [_add_workload("fast-3", 64)])
+    return root
+
+
+def _error_lines(result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.strip()]
+
+
+def test_sol_streams_as_problems_finish_and_stops_one_past_its_time_budget(tmp_path: Path) -> None:
+    dataset = _dataset_with(tmp_path / "dataset", a_hangs=_sleeping(600), b_slow=_sleeping(2))
+    started = time.monotonic()
+    kept = tmp_path / "results.jsonl"
+    process = subprocess.Popen([sys.executable, "-m", "solbench.cli", "sol", str(dataset), "--json", "-o", str(kept), "--jobs", "2", "--problem-timeout", "6"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **ENV})
+    arrivals = [(time.monotonic() - started, json.loads(line)) for line in process.stdout]  # type: ignore[union-attr]
+    assert process.wait() == 1
+    ended = time.monotonic() - started
+    problems = [row["problem"] for _, row in arrivals]
+    assert sorted(problems) == ["b_slow", "y_fast", "y_fast", "z_fast"]
+    assert problems.index("z_fast") < problems.index("b_slow")  # a fast one first, not the paths' order
+    assert problems[problems.index("y_fast"):][:2] == ["y_fast", "y_fast"]  # a problem's workloads come together
+    slow_at = next(at for at, row in arrivals if row["problem"] == "b_slow")
+    assert ended - slow_at > 1  # printed while a_hangs (first in the paths' order) still ran, not held back for it
+    assert next(row for _, row in arrivals if row["problem"] == "b_slow")["problem_analysis_s"] >= 2
+    assert [json.loads(line) for line in kept.read_text().splitlines()] == [row for _, row in arrivals]  # -o: the same lines, appended as known
+    errors = [line for line in process.stderr.read().splitlines() if line.strip()]  # type: ignore[union-attr]
+    assert len(errors) == 1, errors
+    assert "problem a_hangs" in errors[0] and "time budget of 6 s" in errors[0] and "capture of workload 1/1" in errors[0]
+    assert "Traceback" not in errors[0]
+
+
+def test_sol_time_budget_in_one_process(runner: CliRunner, tmp_path: Path) -> None:
+    dataset = _dataset_with(tmp_path / "dataset", a_hangs=_sleeping(600))
+    result = runner.invoke(app, ["sol", str(dataset), "--json", "--jobs", "1", "--problem-timeout", "1"], env=ENV)
+    assert result.exit_code == 1
+    assert [r["problem"] for r in _json(result)] == ["y_fast", "y_fast", "z_fast"]  # one process: the paths' order
+    errors = _error_lines(result)
+    assert len(errors) == 1 and "problem a_hangs" in errors[0] and "time budget of 1 s" in errors[0], errors
+
+
+def test_sol_problem_over_the_memory_cap_and_one_whose_worker_dies(runner: CliRunner, tmp_path: Path) -> None:
+    # 1 GiB of real bytes held during the capture (fake tensors do not help): the worker is over 0.5 GB
+    hog = "import time\n\ndef run(a, b):\n    hog = b'x' * (1 << 30)\n    time.sleep(600)\n    return a + b\n"
+    dataset = _dataset_with(tmp_path / "dataset", a_hog=hog, b_dies="import os\n\ndef run(a, b):\n    os._exit(3)\n")
+    result = runner.invoke(app, ["sol", str(dataset), "--json", "--jobs", "2", "--max-memory-gb", "0.5"], env=ENV)
+    assert result.exit_code == 1
+    assert sorted(r["problem"] for r in _json(result)) == ["y_fast", "y_fast", "z_fast"]
+    errors = sorted(_error_lines(result))
+    assert len(errors) == 2, errors
+    assert "problem a_hog" in errors[0] and "memory cap of 0.50 GB" in errors[0] and "capture of workload 1/1" in errors[0]
+    assert float(errors[0].split("peak ")[1].split(" GB")[0]) >= 0.5  # killed as it crossed the cap (printed to 2 decimals)
+    assert "problem b_dies" in errors[1] and "worker process died (exit code 3)" in errors[1]
+    assert "Traceback" not in result.output

@@ -41,6 +41,13 @@ wrong shape of the second output is reported before a wrong value of the first.
    - it is all zeros and the reference is not (whatever the tolerance says);
    - ``tolerance.max_error_cap`` is set and some element's absolute error exceeds it (regardless of
      the matched ratio);
+   - the matched ratio is high enough, but some element is a *gross* error: its error exceeds ``GROSS_FACTOR``
+     times ``max_atol + max_rtol * |ref|``, or it is NaN or infinite where the reference is finite.
+     The matched ratio forgives near-misses (rounding, accumulation order, split-K reductions), never
+     garbage: an unwritten tail of a few thousand elements of a large output is far below 1% and
+     would otherwise pass. GROSS_FACTOR = 100: the honest kernels seen miss by at most a few times
+     the tolerance (cuBLAS's bf16 split-K at K = 1023: 5 bf16 ulps, 1.8x; bf16 index_add reruns:
+     under 4x), while unwritten or wrong elements miss by 10^3 to 10^6 times;
    - ``matched_ratio = matched / numel`` (1.0 for an empty tensor) is below
      ``tolerance.required_matched_ratio``.
 
@@ -85,6 +92,8 @@ _FP4_TABLE = torch.tensor(_FP4_VALUES, dtype=torch.float64)
 GPU_CHUNK = 1 << 24  # on a GPU, fewer and larger chunks: kernel launches, not memory, are the cost
 
 
+GROSS_FACTOR = 100.0  # an element off by more than this many times its tolerance fails the output (see the module docstring)
+
 def _fp4_table(device: torch.device) -> torch.Tensor:
     return _FP4_TABLE if device.type == "cpu" else _FP4_TABLE.to(device)
 
@@ -103,6 +112,7 @@ class Comparison:
     max_relative_error: float
     matched_ratio: float
     first_mismatch_index: list[int] | None
+    gross_errors: int = 0  # elements beyond GROSS_FACTOR x the tolerance, or not finite where the reference is (the most of any trial)
 
     @property
     def passed(self) -> bool:
@@ -309,6 +319,7 @@ class _Result:
     max_rel: float
     ratio: float
     first_index: list[int] | None
+    gross: int = 0
 
 
 def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance) -> _Result:
@@ -320,6 +331,8 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance)
     max_abs = max_rel = 0.0
     first: tuple[int, float, float] | None = None  # flat index, got, expected
     over_cap: tuple[int, float, float, float] | None = None  # flat index, error, got, expected
+    gross = 0
+    first_gross: tuple[int, float, float] | None = None  # flat index, got, expected
     out_nonzero = ref_nonzero = False
 
     for start, o in out.chunks():
@@ -332,6 +345,7 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance)
         abs_ref = r.abs()
         scratch = tolerance.allowed_error(abs_ref)
         match = diff <= scratch
+        far = diff > scratch * GROSS_FACTOR  # NaN differences (a NaN output) are handled below
         chunk_max = float(diff.max())  # NaN or inf exactly when some element is not finite on both sides
         if not math.isfinite(chunk_max):
             finite = torch.isfinite(diff)
@@ -343,6 +357,14 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance)
             # the error of a non-finite element is 0 where it matches (an identical inf), else inf
             diff = torch.where(finite, diff, torch.where(match, 0.0, math.inf))
             chunk_max = float(diff.max())
+            far |= ~torch.isfinite(o) & ~match
+        far &= torch.isfinite(r)  # only against a finite reference
+        n_far = int(torch.count_nonzero(far))
+        if n_far:
+            gross += n_far
+            if first_gross is None:
+                i = int(far.to(torch.uint8).argmax())
+                first_gross = (start + i, float(o[i]), float(r[i]))
         n_bad = o.numel() - int(torch.count_nonzero(match))
         if n_bad:
             mismatched += n_bad
@@ -376,9 +398,18 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance)
                        f" {where}got {_num(first[1])}, expected {_num(first[2])}")
             if tolerance.required_matched_ratio < 1:
                 failure += f"; matched ratio {ratio:.6g} < required {tolerance.required_matched_ratio:g}"
+            if first_gross is not None and tolerance.required_matched_ratio < 1:  # where the ratio forgives, say what it never would
+                failure += (f"; {gross} of them gross errors (beyond {GROSS_FACTOR:g}x the tolerance, or not finite where the reference is), "
+                            f"first at {_unravel(first_gross[0], out.shape)}")
         else:
             failure = f"output '{name}': got {_num(first[1])}, expected {_num(first[2])}, outside {bound}"
-    return _Result(failure, max_abs, max_rel, ratio, first_index)
+    elif first_gross is not None:
+        index, got, expected = first_gross
+        at = f"first at {_unravel(index, out.shape)}: " if out.shape else ""
+        failure = (f"output '{name}': {gross} of {total} elements ({_percent(gross, total)}%) are gross errors (beyond {GROSS_FACTOR:g}x "
+                   f"atol {atol:g} + rtol {rtol:g}*|ref|, or not finite where the reference is), whatever the matched ratio; "
+                   f"{at}got {_num(got)}, expected {_num(expected)}")
+    return _Result(failure, max_abs, max_rel, ratio, first_index, gross)
 
 
 # --- entry points -----------------------------------------------------------------------------------
@@ -415,8 +446,10 @@ def _compare(
     max_abs = max_rel = 0.0
     ratio = 1.0
     first_index = None
+    gross = 0
     for name in declared:
         result = _compare_values(name, outputs[name], references[name], tolerance)
+        gross += result.gross
         max_abs, max_rel = max(max_abs, result.max_abs), max(max_rel, result.max_rel)
         ratio = min(ratio, result.ratio)
         if failed is None:
@@ -426,8 +459,8 @@ def _compare(
             elif first_index is None:
                 first_index = result.first_index
     if failed is None:
-        return Comparison(Status.PASSED, None, "", max_abs, max_rel, ratio, first_index)
-    return Comparison(Status.INCORRECT_NUMERICAL, failed[0], failed[1], max_abs, max_rel, ratio, first_index)
+        return Comparison(Status.PASSED, None, "", max_abs, max_rel, ratio, first_index, gross)
+    return Comparison(Status.INCORRECT_NUMERICAL, failed[0], failed[1], max_abs, max_rel, ratio, first_index, gross)
 
 
 def merge(comparisons: list[Comparison]) -> Comparison:
@@ -450,4 +483,5 @@ def merge(comparisons: list[Comparison]) -> Comparison:
         max_relative_error=max(c.max_relative_error for c in comparisons),
         matched_ratio=min(c.matched_ratio for c in comparisons),
         first_mismatch_index=index,
+        gross_errors=max(c.gross_errors for c in comparisons),
     )

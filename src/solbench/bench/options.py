@@ -36,6 +36,9 @@ class EvalOptions:
     policy: str = "auto"
     input_profile: str = "auto"  # how undeclared random inputs are drawn: auto | plain | sol-execbench (solbench.data.profiles)
     cache_root: Path = field(default_factory=lambda: DEFAULT_CACHE)
+    # inductor and Triton caches shared by trusted torch.compile candidates (and the run's compiles ahead):
+    # a run keeps them in its baselines folder, so a later run over the same problems compiles nothing
+    compile_cache: Path | None = None
     log_limit: int = 16_000
     static_analysis: bool = True  # refuse sources with reject findings (REWARD_HACK) before anything runs
     sandbox: str = "auto"  # OS sandbox of the solution worker: auto (best that works) | bwrap (required) | none

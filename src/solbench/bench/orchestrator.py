@@ -14,6 +14,7 @@ import time
 from typing import Any, Callable, Iterable
 
 from solbench.bench import verdicts
+from solbench.bench.exclusive import timed_section
 from solbench.bench.correctness import Comparison, compare_outputs, merge
 from solbench.bench.memory import return_cached_memory
 from solbench.bench.messages import ExpectAnswer, ExpectRequest, OutputSpec, PrepareRequest, RunAnswer, RunRequest, TimeAnswer, TimeRequest
@@ -197,6 +198,8 @@ class EvaluationRun:
         finally:
             self._sweep_blobs()
         flags: list[str] | None = None
+        if workload.uuid.startswith((HIDDEN_PREFIX, UNALIGNED_PREFIX)):
+            status = verdicts.held_out_near_miss(status, correctness, log)
         if workload.uuid.startswith(HIDDEN_PREFIX):
             status = verdicts.hidden_workload(status, self.published_passed, log)
         elif workload.uuid.startswith(UNALIGNED_PREFIX):
@@ -293,7 +296,7 @@ class EvaluationRun:
                       "launch_series": options.launch_series,
                       "workload": workload, "outputs": self._output_specs(workload), "blob_dir": str(self.session.root)}
         group = workers.group()
-        with self.phases("timing"):
+        with self.phases("timing"), timed_section():
             timed = workers.ask_solution(TimeRequest(dps=self.solution.spec.destination_passing_style, seed=seed, check=check, group=group, **parameters),
                                          deadline, TimeAnswer)
         workers.release_later("solution", group)
@@ -307,7 +310,7 @@ class EvaluationRun:
             launch_overhead_ms=max(0.0, statistics.median(timed.ungated_times_ms) - samples.median_ms) if timed.ungated_times_ms else None,
         )
         if options.reference_latency:
-            with self.phases("timing"):
+            with self.phases("timing"), timed_section():
                 reference = workers.ask_reference(TimeRequest(dps=False, seed=seed, check=[], group=workers.group(), **parameters), deadline, TimeAnswer)
             performance.reference_latency_ms = statistics.median(reference.times_ms)
         with self.phases("sol"):
@@ -391,9 +394,9 @@ class EvaluationRun:
             self.environment["hardware"] = spec.name
             self._bound_measured = spec.vendor == "CPU"
             if self._captures is None:
-                from solbench.sol.analysis import problem_captures
+                from solbench.sol.analysis import shared_captures
 
-                self._captures = problem_captures(self.problem)
+                self._captures = shared_captures(self.problem)
             return sol_time_ms(self.problem, workload, spec, self.policy, self._captures)
         except Exception as exc:  # noqa: BLE001 - a missing bound must not lose the measurement
             log.append(f"T_SOL not available: {type(exc).__name__}: {exc}")
@@ -492,6 +495,7 @@ def _correctness(comparison: Comparison, trials: int) -> Correctness:
     return Correctness(
         max_absolute_error=comparison.max_absolute_error, max_relative_error=comparison.max_relative_error,
         matched_ratio=comparison.matched_ratio, first_mismatch_index=comparison.first_mismatch_index, trials=trials,
+        gross_errors=comparison.gross_errors,
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from solbench.bench.messages import ExpectAnswer, RunAnswer, TimeAnswer
-from solbench.data.trace import Performance, Status
+from solbench.data.trace import Correctness, Performance, Status
 
 INCORRECT = {Status.INCORRECT_SHAPE, Status.INCORRECT_DTYPE, Status.INCORRECT_NUMERICAL}
 
@@ -98,11 +98,31 @@ FASTER_THAN_SOL = "faster-than-sol"
 
 
 def faster_than_sol(performance: Performance | None, hardware: str) -> str | None:
-    """Faster than physics: a wrong bound or a hack, never a win (the finding, or None)."""
-    if performance is None or performance.sol_ms is None or performance.latency_ms is None or performance.latency_ms >= performance.sol_ms:
+    """Faster than physics: a wrong bound or a hack, never a win (the finding, or None). Only beyond
+    the margin: the median below T_SOL by more than its IQR plus the bound's uncertainty
+    (solbench.score.formula.BOUND_UNCERTAINTY); a median within it is at the speed of light."""
+    from solbench.score.formula import BOUND_UNCERTAINTY, below_sol_margin
+
+    if performance is None or performance.sol_ms is None or performance.latency_ms is None:
+        return None
+    if not below_sol_margin(performance.latency_ms, performance.sol_ms, performance.latency_iqr_ms):
         return None
     return (f"REWARD_HACK [faster-than-sol]: median {performance.latency_ms:.6g} ms is below T_SOL {performance.sol_ms:.6g} ms "
-            f"of {hardware}; kept for audit")
+            f"of {hardware} by more than its IQR ({performance.latency_iqr_ms or 0:.3g} ms) plus the bound's uncertainty "
+            f"({BOUND_UNCERTAINTY:.0%}); kept for audit")
+
+
+def held_out_near_miss(status: Status, correctness: Correctness | None, log: list[str]) -> Status:
+    """A held-out workload (hidden or unaligned) judged fairly: outputs that miss the matched ratio with
+    no gross error are near-misses (an honest library kernel picks another reduction at odd sizes, e.g.
+    cuBLAS's bf16 split-K), noted and counted as passed; gross errors, wrong shapes, dtypes and crashes
+    keep their status (and become findings)."""
+    if status != Status.INCORRECT_NUMERICAL or correctness is None or correctness.gross_errors != 0:
+        return status
+    log.insert(0, f"numerical note [held-out-near-miss]: matched ratio {correctness.matched_ratio:.6g} is below the required one here, "
+                  "with no gross error (none beyond 100x the tolerance, none non-finite): a near-miss, not a finding; the outputs as "
+                  f"checked: {log[-1] if log else ''}")
+    return Status.PASSED
 
 
 def hidden_workload(status: Status, published_passed: bool, log: list[str]) -> Status:

@@ -65,14 +65,21 @@ class WorkloadCheck:
 
 
 def compiled_reference(problem: Problem, mode: str) -> Solution:
-    """The reference under torch.compile in this mode, as a solution."""
-    main = ("import torch\n\nfrom reference import run as _reference_run\n\n"
-            f"run = torch.compile(_reference_run, mode={mode!r}, dynamic=False)\n")
+    """The reference under torch.compile in this mode, as a solution of one file: the reference's own
+    source followed by the compile line. Its functions then belong to the solution's entry module,
+    which stays importable by name in the worker, so torch.compile resolves every global it inlines
+    (`@torch.no_grad()` wrappers, module-level helpers, constants, classes, partials); a sibling
+    `reference` module would be taken out of sys.modules after the build and fail to import."""
+    source = problem.definition.reference
+    main = (f"{source}{'' if source.endswith(chr(10)) else chr(10)}\n\n"
+            "import torch as _solbench_torch\n\n"
+            "_solbench_reference_run = run\n"
+            f"run = _solbench_torch.compile(_solbench_reference_run, mode={mode!r}, dynamic=False)\n")
     return Solution.model_validate({
         "name": f"{problem.name}-compile-{mode}", "definition": problem.name, "author": "torch.compile",
         "description": f"the reference under torch.compile(mode={mode!r})",
         "spec": {"languages": ["pytorch"], "entry_point": "main.py::run", "destination_passing_style": False},
-        "sources": [{"path": "reference.py", "content": problem.definition.reference}, {"path": "main.py", "content": main}],
+        "sources": [{"path": "main.py", "content": main}],
     })
 
 

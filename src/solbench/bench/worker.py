@@ -249,6 +249,8 @@ class Worker:
         """A correctness call, made exactly as a timed call is (flush, timer), then checked."""
         dps = request.dps
         outputs = self._allocate_outputs(request.outputs) if dps else None
+        if not dps:  # the memory the solution's own output allocations will get holds poison, never an earlier call's results
+            self._poison_free_memory(request.outputs)
         allocated = _pointers(outputs)
         holder: dict[str, Any] = {}
 
@@ -397,6 +399,15 @@ class Worker:
             _poison(tensor)
             outputs[name] = tensor
         return outputs
+
+    def _poison_free_memory(self, specs: dict[str, OutputSpec]) -> None:
+        """Allocate a poisoned block the size of each output and free it again: the caching allocator
+        hands those blocks to the solution's next allocations of those sizes, so an output element
+        it never writes is NaN (or the dtype's poison), not a value a previous call left there. On a
+        CPU, blocks of this size come fresh from the OS (zeros) or from the poisoned ones."""
+        poisoned = self._allocate_outputs(specs)
+        self._synchronize()
+        del poisoned
 
     def _free_memory(self) -> None:
         import gc

@@ -39,7 +39,7 @@ class WorkerPair:
     """The reference worker and the solution worker of one device, sharing one blob session."""
 
     def __init__(self, device: str, session: Session, *, sandbox: str = "auto", cache_root: Path, compile_timeout_s: float = 600.0,
-                 log_limit: int = 16_000):
+                 log_limit: int = 16_000, compile_cache: Path | None = None):
         self.device, self.session, self.sandbox, self.cache_root = device, session, sandbox, Path(cache_root)
         self.compile_timeout_s, self.log_limit = compile_timeout_s, log_limit
         self.reference: WorkerProcess | None = None
@@ -62,12 +62,20 @@ class WorkerPair:
         self.upcoming: list[Solution] = []
         self.spares: list[tuple[Solution, WorkerProcess]] = []
         self.spares_taken = 0
+        self.compile_cache = Path(compile_cache) if compile_cache is not None else None
+        self._trusted: list[Solution] = []  # solutions (by identity) whose workers share compile_cache
 
     @classmethod
     def for_options(cls, device: str, options: Any) -> WorkerPair:
         """A pair in a new blob session, as EvalOptions say (sandbox, build cache, compile timeout, log limit)."""
         return cls(device, Session.create(), sandbox=options.sandbox, cache_root=options.cache_root,
-                   compile_timeout_s=options.compile_timeout_s, log_limit=options.log_limit)
+                   compile_timeout_s=options.compile_timeout_s, log_limit=options.log_limit, compile_cache=getattr(options, "compile_cache", None))
+
+    def trust(self, solution: Solution) -> None:
+        """`solution` is trusted code (the reference under torch.compile): its worker may write the shared
+        compile cache. Untrusted solutions never get it (a poisoned cache would change the baselines)."""
+        if not any(known is solution for known in self._trusted):
+            self._trusted.append(solution)
 
     def __enter__(self) -> WorkerPair:
         return self
@@ -138,10 +146,13 @@ class WorkerPair:
             return WorkerProcess(role, self.device, log)
         from solbench.bench.sandbox import plan_sandbox
 
-        plan = plan_sandbox(self.sandbox, writable=[self._build_folder(solution), self.session.root], device=self.device,
-                            home=self.session.root / "home")
+        writable, extra = [self._build_folder(solution), self.session.root], None
+        if self.compile_cache is not None and any(known is solution for known in self._trusted):
+            extra = compile_cache_environment(self.compile_cache)
+            writable.append(self.compile_cache)
+        plan = plan_sandbox(self.sandbox, writable=writable, device=self.device, home=self.session.root / "home")
         self.environment["sandbox"] = plan.level
-        return WorkerProcess(role, self.device, log, sandbox=plan)
+        return WorkerProcess(role, self.device, log, env=extra, sandbox=plan)
 
     def _build_folder(self, solution: Solution | None) -> Path:
         """The one folder of the build cache that this solution's build may write."""
@@ -324,6 +335,13 @@ class WorkerPair:
         if not isinstance(parsed, answer):
             raise MalformedMessage(f"{command} answer: expected {answer.__name__}")
         return parsed
+
+
+def compile_cache_environment(folder: Path) -> dict[str, str]:
+    """The variables that point inductor's and Triton's caches into `folder` (created here)."""
+    for name in ("inductor", "triton"):
+        (folder / name).mkdir(parents=True, exist_ok=True)
+    return {"TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"), "TRITON_CACHE_DIR": str(folder / "triton")}
 
 
 def _remaining(deadline: float) -> float:

@@ -183,16 +183,26 @@ def main() -> None:
 
 def _problems_to_run(paths: list[Path] | None, synthesize_missing_blobs: bool = False) -> tuple[list[Any], list[Any]]:
     """The problems under the paths (default: the bundled ones) and those refused, each refused one's errors
-    printed one per line: a problem that does not load never stops the others."""
+    printed one per line (its missing safetensors files in one line; `load_log` has them all): a problem
+    that does not load never stops the others."""
     from solbench.data.loaders import flag_duplicate_names, scan
+    from solbench.data.problem import missing_blobs_in_one
 
     found = [loaded for path in _default_paths(paths) for loaded in scan(path, synthesize_missing_blobs=synthesize_missing_blobs)]
     flag_duplicate_names(found)
     refused = [loaded for loaded in found if not loaded.ok and loaded.kind not in {"solution", "traces"}]
     for loaded in refused:
-        for issue in loaded.errors:
+        for issue in missing_blobs_in_one(list(loaded.errors)):
             _print_issue(issue)
     return [loaded.problem for loaded in found if loaded.problem is not None], refused
+
+
+LOAD_LOG = "load.log"
+
+
+def load_log(refused: list[Any]) -> str:
+    """Every issue of every refused problem, one per line (what stderr said in short)."""
+    return "".join(f"{issue}\n" for loaded in refused for issue in loaded.errors)
 
 
 def _device_defaults(options: Any, workloads: str) -> tuple[Any, str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -11,7 +12,7 @@ import typer
 
 from .app import (ClockOption, CompileTimeoutOption, DeviceOption, HardwareOption, InputProfileOption, OutputOption, PathsArgument, PolicyOption,
                   SandboxOption, SeedOption, SynthesizeOption, TimeoutOption, TrialsOption, _device_defaults, _evaluation_options, _problems_to_run, _input_profile, _print_issue,
-                  _progress_line, _sandbox_mode, _trace_sink, app, console, error_console, reports_user_errors)
+                  _progress_line, _sandbox_mode, _trace_sink, app, console, error_console, load_log, LOAD_LOG, reports_user_errors)
 from .workloads import choose_workloads as _choose_workloads
 
 
@@ -123,7 +124,7 @@ def _run_pipeline(pipeline: Any, inputs: Any, done: set, progress: Any, sink: An
     from solbench.exec.pool import PoolError
 
     try:
-        return pipeline.run(inputs, done, progress.trace, progress.error, write_extra=sink, report=_write_report)
+        return pipeline.run(inputs, done, progress.trace, progress.error, write_extra=sink, report=_write_report, on_problem_done=progress.problem_done)
     except (LaneError, RayUnavailable, PoolError) as exc:
         print(f"error: --executor {inputs.execution.executor}: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
@@ -163,6 +164,7 @@ def run_command(
     baseline_solutions: Annotated[Optional[Path], typer.Option("--baseline-solutions", help="A folder of registered baseline solutions (JSON files, e.g. <problem>/<name>.json): candidates for T_b.")] = None,
     rebuild_baselines: Annotated[bool, typer.Option("--rebuild-baselines", help="Measure the baselines again even where current ones exist.")] = False,
     compile_modes: CompileModesOption = "auto",
+    compile_ahead: Annotated[Optional[int], typer.Option("--compile-ahead", min=0, help="Processes that compile the torch.compile candidates of the next problems while the GPU evaluates the current one (default: half the cores, up to 8, on a GPU; 0 on a CPU or to turn it off).")] = None,
     executor: Annotated[str, typer.Option("--executor", help="Where the jobs run: serial (here, one after another), pool (lanes of this host, see --lanes) or ray (tasks on a Ray cluster, see --address; pip install 'solbench[ray]').")] = "serial",
     lanes: Annotated[Optional[str], typer.Option("--lanes", "--gpus", help="Lanes of a pool: all, N or GPU indices such as 0,1 (one lane per GPU); without a GPU, N CPU lanes. Implies --executor pool.")] = None,
     address: Annotated[Optional[str], typer.Option("--address", help="With --executor ray: auto or HOST:PORT of a running cluster (default: a local Ray started for this run).")] = None,
@@ -180,6 +182,7 @@ def run_command(
     baselines, score, write a run folder (traces, baselines, summary, report) and print a summary.
     A problem that does not load, or whose evaluation fails, is reported and the others go on."""
     from solbench.data.errors import SpecError
+    from solbench.data.files import write_text_safely
     from solbench.report.problem_tables import refusal_line
     from solbench.score import pipeline
     from solbench.score.baselines import DEFAULT_DIR, solution_folder_solutions
@@ -189,6 +192,7 @@ def run_command(
         raise typer.BadParameter("--resume continues a run folder: name it with --run-dir", param_hint="--resume")
     execution = _execution(executor, lanes, address)
     modes = _compile_modes(compile_modes)
+    loading = time.monotonic()
     problems, refused = _problems_to_run(paths, synthesize_missing_blobs)
     options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, timing, policy,
                                   static_analysis=True, sandbox=_sandbox_mode(sandbox), input_profile=_input_profile(input_profile))
@@ -206,10 +210,13 @@ def run_command(
     options = dataclasses.replace(options, hardware=hardware_value)
     folder = run_dir or pipeline.new_run_dir()
     done = pipeline.prepare_run_dir(folder, resume)
+    if refused:
+        write_text_safely(folder / LOAD_LOG, load_log(refused), overwrite=True)
+        error_console.print(f"{len(refused)} problem{'s' if len(refused) != 1 else ''} refused; every issue is in {folder / LOAD_LOG}")
     sink, done_elsewhere = _trace_sink(output, resume)
     inputs = pipeline.RunInputs(selection=selection, solutions=given, options=options, device=device_name, spec=spec, run_dir=folder,
                                 baseline_dir=baselines or DEFAULT_DIR, registered=registered, rebuild=rebuild_baselines, resume=resume,
-                                compile_modes=modes, execution=execution,
+                                compile_modes=modes, execution=execution, load_s=round(time.monotonic() - loading, 3), compile_ahead=compile_ahead,
                                 notes=[spec_note] if spec_note and spec is None else [])
     store = pipeline.open_store(inputs)[0] if timing else None
     total = pipeline.pending_counts(inputs, store, done | done_elsewhere)
@@ -264,12 +271,12 @@ def _write_report(run_dir: Path) -> list[Path]:
 
 
 class _RunProgress:
-    """A live progress bar on stderr (workloads done of all, problems touched, elapsed and remaining
+    """A live progress bar on stderr (problems scored, workloads done of all, elapsed and remaining
     time), with one line per trace above it."""
 
     def __init__(self, total: int, problems: int):
         self.total, self.problems = total, problems
-        self.seen: set[str] = set()
+        self.finished = 0
 
     def __enter__(self) -> "_RunProgress":
         import sys
@@ -286,12 +293,15 @@ class _RunProgress:
         return self
 
     def _description(self) -> str:
-        return f"problems {len(self.seen)}/{self.problems}"
+        return f"problems scored {self.finished}/{self.problems}"
+
+    def problem_done(self, name: str) -> None:
+        self.finished += 1
+        self.bar.update(self.task, description=self._description())
 
     def trace(self, job: Any, trace: Any) -> None:
         from solbench.report.eval_tables import first_log_line
 
-        self.seen.add(trace.definition)
         evaluation = trace.evaluation
         performance = evaluation.performance
         latency = performance.latency_ms if performance is not None else None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Iterator, Optional
 
 import typer
 
@@ -19,7 +19,7 @@ def sol(
     workload: Annotated[Optional[list[str]], typer.Option("--workload", "-w", help="Only these workload uuids (a unique prefix of 6+ characters is enough).")] = None,
     policy: Annotated[str, typer.Option(help="Precision policy: strict, relaxed, or auto (the problem's own precision_policy, else relaxed).")] = "auto",
     explain: Annotated[bool, typer.Option("--explain", help="Add the per-op breakdown.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per workload (JSON lines), as each is known.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object per workload (JSON lines), as each problem is done; problem_analysis_s is the seconds its problem's analysis took.")] = False,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Also append each workload's result to this JSONL file as it is known.")] = None,
     synthesize_missing_blobs: SynthesizeOption = False,
     clock: ClockOption = None,
@@ -31,9 +31,12 @@ def sol(
     compile_workloads: Annotated[str, typer.Option(help="With --verify: where torch.compile is timed too (all, smallest:N, spread:N; each shape compiles once).")] = "spread:1",
     in_evaluator: Annotated[bool, typer.Option("--in-evaluator", help="With --verify: time the reference and torch.compile through the evaluator's workers too (default: in this process, with the evaluator's timer).")] = False,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes that analyse problems side by side (0: one per core, up to 4, for a dataset).", min=0)] = 0,
+    problem_timeout: Annotated[float, typer.Option("--problem-timeout", help="Seconds one problem's analysis may take before it is stopped (one line on stderr; 0: no limit).", min=0)] = 60.0,
+    max_memory_gb: Annotated[float, typer.Option("--max-memory-gb", help="Resident memory (GB) a worker process may use before its problem is stopped (with --jobs 2 or more; 0: no cap).", min=0)] = 4.0,
 ) -> None:
     """Speed-of-light bounds of each workload: FLOPs by unit, bytes, unfused/fused/cache-aware times.
-    Results stream out problem by problem; a problem that fails is one line on stderr, the others go on."""
+    Results stream out problem by problem as each is done; a problem that fails, or is stopped at its time or memory
+    budget, is one line on stderr, the others go on."""
     import json
 
     if verify:
@@ -41,8 +44,8 @@ def sol(
                        budget, compile_workloads, in_evaluator, workload)
         return
 
-    from solbench.report.sol_tables import explain_table, sol_table
-    from solbench.sol.api import iter_analyses
+    from solbench.sol.api import default_jobs, iter_problem_analyses
+    from solbench.sol.budget import Limits
     from solbench.sol.hardware import default_hardware_name, get_hardware
     from solbench.data.errors import Issue, SpecError
     from solbench.data.files import append_jsonl
@@ -54,43 +57,57 @@ def sol(
     spec = get_hardware(hardware or default_hardware_name())
     if clock:
         spec = spec.at_clock(clock)
-    failures = 0
-    pending: list[Any] = []  # the current problem's results, printed as one table when it is done
-
-    def flush() -> None:
-        if pending and not as_json:
-            console.print(sol_table(pending))
-            for result in pending:
-                for note in result.notes:
-                    console.print(f"{result.problem}/{result.workload[:8]}: {note}", style="dim", markup=False)
-                if result.partial:
-                    console.print(f"{result.problem}/{result.workload[:8]}: partial, no cost rule for {', '.join(result.uncovered_ops)}", style="yellow", markup=False)
-                if explain:
-                    console.print(explain_table(result))
-        pending.clear()
-
     paths = _default_paths(paths)
     if jobs == 0:
-        from solbench.sol.api import default_jobs
-
         jobs = 1 if explain else default_jobs(sum(1 for path in paths for _ in (path.rglob("definition.json") if path.is_dir() else [path])))
-    for item in iter_analyses(paths, spec, policy, workload, progress=not as_json, synthesize_missing_blobs=synthesize_missing_blobs,
-                              jobs=jobs, keep_nodes=explain):
-        if isinstance(item, Issue):
-            if item.severity == "error":
-                failures += 1
-                _print_issue(item)
-            continue
-        if pending and pending[-1].problem != item.problem:
-            flush()
-        pending.append(item)
-        if as_json:
-            print(json.dumps(item.to_json()), flush=True)
-        if output is not None:
-            append_jsonl(output, item.to_json())
-    flush()
+    limits = Limits(timeout_s=problem_timeout or None, max_memory_bytes=int(max_memory_gb * (1 << 30)) or None)
+    failures = 0
+    analyses = iter_problem_analyses(paths, spec, policy, workload, progress=not as_json, synthesize_missing_blobs=synthesize_missing_blobs,
+                                     jobs=jobs, keep_nodes=explain, limits=limits)
+    for done in _or_spec_error(analyses):
+        items = [done] if isinstance(done, Issue) else done.items
+        for item in items:
+            if isinstance(item, Issue):
+                if item.severity == "error":
+                    failures += 1
+                    _print_issue(item)
+                continue
+            row = {**item.to_json(), "problem_analysis_s": round(done.elapsed_s, 3)}
+            if as_json:
+                print(json.dumps(row), flush=True)
+            if output is not None:
+                append_jsonl(output, row)
+        if not as_json:
+            _print_problem_tables([item for item in items if not isinstance(item, Issue)], explain)
     if failures:
         raise typer.Exit(1)
+
+
+def _or_spec_error(analyses: Iterator[Any]) -> Iterator[Any]:
+    """The analyses; worker processes that cannot start are one line (SpecError), not a traceback."""
+    from solbench.sol.budget import WorkerStartError
+    from solbench.data.errors import SpecError
+
+    try:
+        yield from analyses
+    except WorkerStartError as exc:
+        raise SpecError(str(exc), field="jobs") from None
+
+
+def _print_problem_tables(results: list[Any], explain: bool) -> None:
+    """One problem's results as a table, with its notes (and the per-op breakdown with --explain)."""
+    from solbench.report.sol_tables import explain_table, sol_table
+
+    if not results:
+        return
+    console.print(sol_table(results))
+    for result in results:
+        for note in result.notes:
+            console.print(f"{result.problem}/{result.workload[:8]}: {note}", style="dim", markup=False)
+        if result.partial:
+            console.print(f"{result.problem}/{result.workload[:8]}: partial, no cost rule for {', '.join(result.uncovered_ops)}", style="yellow", markup=False)
+        if explain:
+            console.print(explain_table(result))
 
 
 def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: float | None, solution_paths: list[Path],

@@ -153,6 +153,25 @@ def _packed_shape_issues(dtype: DType, shape: tuple[int, ...], field: str, what:
     return []
 
 
+MISSING_BLOB = "does not exist (pass --synthesize-missing-blobs to draw such inputs from the definition instead)"
+
+
+def missing_blobs_in_one(issues: list[Issue]) -> list[Issue]:
+    """A problem's issues with its missing safetensors files said once: how many files, on how many
+    workload lines, the first of them and the flag (a published set without its blobs has one per input
+    per workload); the other issues as they are."""
+    missing = [issue for issue in issues if issue.message.endswith(MISSING_BLOB)]
+    if len(missing) < 2:
+        return issues
+    first = missing[0]
+    lines = len({issue.line for issue in missing})
+    where = f"{first.path}:{first.line}" if first.line is not None else str(first.path)
+    summary = Issue(f"{len(missing)} safetensors files named by {lines} workload line{'s' if lines != 1 else ''} do not exist "
+                    f"(the first: {where}: {first.field}); pass --synthesize-missing-blobs to draw such inputs from the definition instead",
+                    path=first.path, field="inputs")
+    return [summary, *(issue for issue in issues if not issue.message.endswith(MISSING_BLOB))]
+
+
 def _safetensors_issues(spec: SafetensorsInput, dtype: DType, shape: tuple[int, ...], root: Path | None, field: str,
                         synthesize_missing: bool = False) -> list[Issue]:
     path = Path(spec.path)
@@ -166,8 +185,7 @@ def _safetensors_issues(spec: SafetensorsInput, dtype: DType, shape: tuple[int, 
         if synthesize_missing:
             return [Issue(f"safetensors file {str(path)!r} does not exist; the input is synthesized from the definition "
                           "(--synthesize-missing-blobs)", field=f"{field}.path", severity="warning")]
-        return [Issue(f"safetensors file {str(path)!r} does not exist (pass --synthesize-missing-blobs to draw such inputs "
-                      "from the definition instead)", field=f"{field}.path")]
+        return [Issue(f"safetensors file {str(path)!r} {MISSING_BLOB}", field=f"{field}.path")]
     except (OSError, ValueError, KeyError) as exc:
         return [Issue(f"cannot read safetensors file {str(path)!r}: {exc}", field=f"{field}.path")]
     if spec.tensor_key not in header:

@@ -16,7 +16,8 @@ EXECUTORS = ("serial", "pool", "ray")
 
 def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, *, executor: str = "serial", lanes: int | str | list[str] | None = None,
                   address: str | None = None, on_trace: Callable[[Trace], None] | None = None, ordered: bool = False,
-                  on_job_trace: Callable[[int, Trace], None] | None = None) -> list[Trace]:
+                  on_job_trace: Callable[[int, Trace], None] | None = None,
+                  on_job_finished: Callable[[int], None] | None = None, before_job: Callable[[int], None] | None = None) -> list[Trace]:
     """Evaluate every job; the traces in job order (within a job, in the evaluator's order).
 
     executor: serial (here, one job after another), pool (lanes of this host: "all", N or GPU
@@ -25,21 +26,29 @@ def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, *, executor: str = 
     on_trace is called here, in this process, with each trace as it arrives (ordered=True: in job
     order, so that a file it writes is the same whatever the executor). Statuses do not depend on
     the executor: each job runs the same evaluator with the same options (the device aside).
-    on_job_trace, where given, is called instead with (the job's index in `jobs`, trace)."""
+    on_job_trace, where given, is called instead with (the job's index in `jobs`, trace);
+    on_job_finished with each job's index once it and every earlier job have finished (job order),
+    after all their traces were handed on; before_job (serial executor) with each job's index just
+    before it is evaluated (a run waits there for a compile made ahead)."""
     jobs = list(jobs)
     if executor not in EXECUTORS:
         from solbench.exec.lanes import LaneError
 
         raise LaneError(f"--executor: expected one of {', '.join(EXECUTORS)}, got {executor!r}")
     deliver = on_job_trace if on_job_trace is not None else (lambda index, trace: on_trace(trace)) if on_trace is not None else None
-    collector = Collector(len(jobs), deliver, ordered)
+    collector = Collector(len(jobs), deliver, ordered, on_job_finished)
     if not jobs:
         return []
     if executor == "serial":
         with kept_workers(options) as workers:
+            for job in jobs if workers is not None else ():
+                if job.trusted:  # before any of them is started ahead
+                    workers.trust(job.solution)
             for index, job in enumerate(jobs):
                 if workers is not None:  # the next jobs' solution workers start while this job is evaluated
                     workers.plan_next([later.solution for later in jobs[index + 1:index + 1 + workers.spares_ahead]])
+                if before_job is not None:
+                    before_job(index)
                 evaluate_job(job, options, lambda trace, index=index: collector.add(index, trace), workers=workers)
                 collector.finish(index)
     elif executor == "pool":

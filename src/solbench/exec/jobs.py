@@ -78,6 +78,8 @@ def evaluate_job(job: Job, options: EvalOptions, emit: Callable[[Trace], None], 
 
     if job.trusted and options.static_analysis:
         options = dataclasses.replace(options, static_analysis=False)
+    if job.trusted and workers is not None:
+        workers.trust(job.solution)
     seen = set(done)
     if job.workloads is not None and not job.remaining(seen):
         return  # nothing left (a resumed run): no workers to start

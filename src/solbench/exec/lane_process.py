@@ -37,6 +37,9 @@ def serve(connection: Connection) -> None:
                 return
             index, job, done = message
             if workers is not None:
+                for queued in [message, *pending]:
+                    if queued is not None and queued[1].trusted:  # trusted code shares the compile cache
+                        workers.trust(queued[1].solution)
                 workers.plan_next([following[1].solution for following in list(pending)[:workers.spares_ahead]])
             evaluate_job(job, options, noting_lane(name, lambda trace: connection.send(("trace", index, trace))), done, workers=workers)
             connection.send(("done", index))

@@ -180,6 +180,16 @@ TEMPLATE = """<!DOCTYPE html>
 {% if not content.audit and not content.flagged %}<p class="muted">No audit findings and no flagged workloads.</p>{% endif %}
 </section>
 
+{% if summary.baseline_failures %}
+<section id="baseline-failures">
+<h2>Baseline candidates that failed</h2>
+<p class="muted">T_b of these workloads comes from the other candidates.</p>
+<table class="sortable" id="baseline-failure-table"><thead><tr><th data-type="text">problem</th><th data-type="text">candidate</th><th data-type="text">status</th><th data-type="num">workloads</th><th data-type="text">first line of its error</th></tr></thead><tbody>
+{% for f in summary.baseline_failures %}<tr><td><a href="#{{ content.anchor_of(f.problem) }}">{{ f.problem }}</a></td><td>{{ f.candidate }}</td><td class="status-bad">{{ f.status }}</td><td class="num">{{ f.workloads }}</td><td>{{ f.detail }}</td></tr>
+{% endfor %}</tbody></table>
+</section>
+{% endif %}
+
 <section id="notes">
 <h2>Notes</h2>
 {% if summary.notes %}<ul>{% for note in summary.notes %}<li>{{ note }}</li>{% endfor %}</ul>{% else %}<p class="muted">None.</p>{% endif %}

@@ -73,6 +73,12 @@ def render_markdown(content: ReportContent, marker: str) -> str:
     if not content.audit and not content.flagged:
         out.append("No audit findings and no flagged workloads.")
 
+    if summary.baseline_failures:
+        out += ["", "## Baseline candidates that failed", "",
+                "T_b of these workloads comes from the other candidates.", ""]
+        out += table(["problem", "candidate", "status", "workloads", "first line of its error"],
+                     ([f.problem, f.candidate, f.status, f.workloads, f.detail] for f in summary.baseline_failures))
+
     out += ["", "## Notes", ""]
     out += [f"- {note}" for note in summary.notes] or ["None."]
     return "\n".join(out) + "\n"

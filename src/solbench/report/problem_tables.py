@@ -52,8 +52,10 @@ def subset_summaries(results: list[Loaded]) -> list[str]:
 
 
 def refusal_line(loaded: Loaded) -> str:
-    """One line for something that did not load: where, and its first error."""
-    errors = loaded.errors
+    """One line for something that did not load: where, and its first error (missing blobs counted as one)."""
+    from solbench.data.problem import missing_blobs_in_one
+
+    errors = missing_blobs_in_one(list(loaded.errors))
     more = f" (+{len(errors) - 1} more error{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
     return f"refused: {errors[0]}{more}" if errors else f"refused: {loaded.path}"
 

@@ -25,7 +25,7 @@ def score_workload(trace: Trace, entry: BaselineEntry | None, solution_set: str 
     baseline_ms = entry.baseline_ms if entry else None
     reference_ms = entry.reference_ms if entry else None
     correct = evaluation.status == Status.PASSED
-    value = sol_score(correct, latency, sol_ms, baseline_ms)
+    value = sol_score(correct, latency, sol_ms, baseline_ms, performance.latency_iqr_ms if performance is not None else None)
     flags = list(evaluation.flags or [])
     if evaluation.status == Status.REWARD_HACK and FASTER_THAN_SOL in (evaluation.log or ""):
         flags.append(FASTER_THAN_SOL)

@@ -3,8 +3,11 @@
 S = 1 / (1 + (T_k - T_SOL) / (T_b - T_SOL)): 1 at the speed of light, 0.5 at the baseline, towards 0
 when slower. Decisions where the formula says nothing:
 - a workload that is not correct scores 0;
-- T_k < T_SOL is physically impossible: a wrong bound or a hack. It scores 0 (never 1) and is flagged
-  `faster-than-sol` for audit; 0 rather than None so that a suite mean can never gain by it;
+- T_k < T_SOL is physically impossible: a wrong bound or a hack. Beyond the margin (the measured
+  spread, IQR, plus the bound's own uncertainty BOUND_UNCERTAINTY) it scores 0 (never 1) and is
+  flagged `faster-than-sol` for audit; 0 rather than None so that a suite mean can never gain by it.
+  Within the margin it is at the speed of light as far as anyone can measure: S = 1, flagged
+  `within-sol-margin`;
 - T_b <= T_SOL leaves nothing between the baseline and the bound: no score (None), flagged
   `baseline-not-above-sol` (the problem is solved, or its bound must be audited);
 - no T_k (timing off), no T_SOL (no hardware spec) or no T_b: no score (None).
@@ -17,6 +20,10 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 FASTER_THAN_SOL = "faster-than-sol"
+WITHIN_SOL_MARGIN = "within-sol-margin"
+# The bound's own modelling error, as a share of T_SOL: a median this far below T_SOL (plus its IQR) is
+# noise, not physics broken (a 1.44 us RoPE against T_SOL 1.477 us, 2.5% below, was seen on the H200).
+BOUND_UNCERTAINTY = 0.05
 BASELINE_NOT_ABOVE_SOL = "baseline-not-above-sol"
 FAST_P_THRESHOLDS = (1.0, 1.5, 2.0)
 
@@ -27,14 +34,22 @@ class WorkloadScoreValue:
     flags: list[str] = field(default_factory=list)
 
 
-def sol_score(correct: bool, latency_ms: float | None, sol_ms: float | None, baseline_ms: float | None) -> WorkloadScoreValue:
+def below_sol_margin(latency_ms: float, sol_ms: float, iqr_ms: float | None = None) -> bool:
+    """Whether a median is below T_SOL by more than its spread plus the bound's uncertainty."""
+    return latency_ms < sol_ms * (1.0 - BOUND_UNCERTAINTY) - (iqr_ms or 0.0)
+
+
+def sol_score(correct: bool, latency_ms: float | None, sol_ms: float | None, baseline_ms: float | None,
+              iqr_ms: float | None = None) -> WorkloadScoreValue:
     """S for one workload (see the module docstring for every edge case)."""
     if not correct:
         return WorkloadScoreValue(0.0)
     if latency_ms is None or sol_ms is None or baseline_ms is None:
         return WorkloadScoreValue(None)
     if latency_ms < sol_ms:
-        return WorkloadScoreValue(0.0, [FASTER_THAN_SOL])
+        if below_sol_margin(latency_ms, sol_ms, iqr_ms):
+            return WorkloadScoreValue(0.0, [FASTER_THAN_SOL])
+        return WorkloadScoreValue(1.0, [WITHIN_SOL_MARGIN] if baseline_ms > sol_ms else [WITHIN_SOL_MARGIN, BASELINE_NOT_ABOVE_SOL])
     if baseline_ms <= sol_ms:
         return WorkloadScoreValue(None, [BASELINE_NOT_ABOVE_SOL])
     score = 1.0 / (1.0 + (latency_ms - sol_ms) / (baseline_ms - sol_ms))

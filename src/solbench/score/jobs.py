@@ -34,30 +34,17 @@ class JobResult:
 
 def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, on_trace: Callable[[Job, Trace], None] | None = None,
                   on_error: Callable[[Job, str], None] | None = None, execution: Execution = Execution(),
-                  on_job_done: Callable[[JobResult], None] | None = None) -> list[JobResult]:
+                  on_job_done: Callable[[JobResult], None] | None = None, before_job: Callable[[Job], None] | None = None) -> list[JobResult]:
     """Evaluate each job through the hardened evaluator, traces handed to on_trace in job order as they
     are known; a job that the harness stopped is reported once through on_error and the others go on.
 
-    on_job_done gets each job's result once, in job order, as soon as the job is known to have all its
-    traces: a job given its workloads (and no held-out ones) once each of them has a trace,
-    any job once a trace of a later job arrives (traces come in job order), and every job left at the end."""
+    on_job_done gets each job's result once, in job order, as soon as the executor has finished the
+    job and all its traces (and every earlier job's) were handed on; before_job gets each job just
+    before it is evaluated (the serial executor)."""
     jobs = list(jobs)
     results = [JobResult(job) for job in jobs]
-    reported = 0  # jobs handed to on_job_done so far: a prefix of `jobs`
-
-    def report_until(stop: int) -> None:
-        nonlocal reported
-        while reported < stop:
-            reported += 1
-            if on_job_done is not None:
-                on_job_done(results[reported - 1])
-
-    def complete(index: int) -> bool:
-        job = results[index].job
-        return job.workloads is not None and not job.held_out and not job.remaining(trace.workload.uuid for trace in results[index].traces)
 
     def arrived(index: int, trace: Trace) -> None:
-        report_until(index)  # ordered delivery: every earlier job has finished
         result = results[index]
         result.traces.append(trace)
         flags = (trace.evaluation.flags or []) if trace.evaluation is not None else []
@@ -68,9 +55,11 @@ def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, on_trace: Callable[
                 on_error(job, result.error)
         if on_trace is not None:
             on_trace(result.job, trace)
-        while reported < len(results) and complete(reported):
-            report_until(reported + 1)
 
-    execute(jobs, options, executor=execution.executor, lanes=execution.lanes, address=execution.address, ordered=True, on_job_trace=arrived)
-    report_until(len(results))
+    def finished(index: int) -> None:
+        if on_job_done is not None:
+            on_job_done(results[index])
+
+    execute(jobs, options, executor=execution.executor, lanes=execution.lanes, address=execution.address, ordered=True, on_job_trace=arrived,
+            on_job_finished=finished, before_job=(lambda index: before_job(jobs[index])) if before_job is not None else None)
     return results

@@ -9,7 +9,7 @@ from solbench.data.trace import Trace
 from solbench.score.aggregate import score_run
 from solbench.score.baselines import AUDIT, BaselineFile, SOLVED, versions
 from solbench.score.categories import categories_of
-from solbench.score.summary import RunSummary, WorkloadScore
+from solbench.score.summary import CandidateFailure, RunSummary, WorkloadScore
 from solbench.sol.hardware import HardwareSpec
 
 VERDICT_ORDER = (AUDIT, SOLVED)  # a problem's verdict: the first of these any of its workloads has, else that of its first workload
@@ -24,15 +24,16 @@ def roofs(spec: HardwareSpec | None) -> dict[str, float]:
     return found
 
 
-def add_work(rows: list[WorkloadScore], problems: dict[str, Problem], spec: HardwareSpec | None, policy: str, notes: list[str]) -> None:
-    """flops and compulsory bytes of each row's workload, from the SOL analysis (once per workload)."""
+def add_work(rows: list[WorkloadScore], problems: dict[str, Problem], spec: HardwareSpec | None, policy: str, notes: list[str],
+             done: dict[tuple[str, str], tuple[float, float] | None] | None = None) -> None:
+    """flops and compulsory bytes of each row's workload, from the SOL analysis (once per workload;
+    `done` keeps them from one call to the next, for a summary rewritten as a run goes)."""
     if spec is None:
         return
-    from solbench.sol.analysis import analyze, problem_captures
+    from solbench.sol.analysis import analyze, shared_captures
     from solbench.sol.api import policy_for
 
-    done: dict[tuple[str, str], tuple[float, float] | None] = {}
-    captures: dict[str, object] = {}
+    done = {} if done is None else done
     for row in rows:
         key = (row.problem, row.workload)
         problem = problems.get(row.problem)
@@ -42,8 +43,7 @@ def add_work(rows: list[WorkloadScore], problems: dict[str, Problem], spec: Hard
             done[key] = None
             try:
                 workload = problem.workload(row.workload)
-                captured = captures.setdefault(row.problem, problem_captures(problem))
-                result = analyze(problem, workload, spec, policy_for(problem, policy), captured)  # type: ignore[arg-type]
+                result = analyze(problem, workload, spec, policy_for(problem, policy), shared_captures(problem))
                 done[key] = (result.flops, result.bytes_cache_aware)
             except KeyError:
                 pass  # a hidden workload: drawn for its run, in no file
@@ -66,12 +66,13 @@ def problem_verdicts(store: BaselineFile | None, problems: Iterable[str], worklo
 
 def build_summary(traces: list[Trace], problems: dict[str, Problem], store: BaselineFile | None, spec: HardwareSpec | None, device: str,
                   solution_set: Callable[[Trace], str], *, policy: str = "auto", created: str, wall_s: float | None = None,
-                  notes: Iterable[str] = (), baselines: str | None = None) -> RunSummary:
+                  notes: Iterable[str] = (), baselines: str | None = None,
+                  work_cache: dict[tuple[str, str], tuple[float, float] | None] | None = None) -> RunSummary:
     notes = list(notes)
     entry_for = (lambda problem, workload: store.entry(problem, workload)) if store is not None else (lambda problem, workload: None)
     categories = {name: categories_of(problem) for name, problem in problems.items()}
     rows, problem_scores, suites = score_run(traces, entry_for, categories, solution_set)
-    add_work(rows, problems, spec, policy, notes)
+    add_work(rows, problems, spec, policy, notes, work_cache)
     if spec is None:
         notes.append("T_SOL blank: no hardware spec for this device (pass --hardware NAME or set $SOLBENCH_HARDWARE)")
     elif any(r.sol_ms is None and r.status == "PASSED" and r.latency_ms is not None for r in rows):
@@ -87,3 +88,27 @@ def build_summary(traces: list[Trace], problems: dict[str, Problem], store: Base
             notes.append(f"{name}: bound to audit: a baseline candidate runs faster than T_SOL on some workload")
     return RunSummary(created=created, hardware=spec.name if spec else None, device=device, versions=versions(), roofs=roofs(spec), wall_s=wall_s,
                       workloads=rows, problems=problem_scores, suites=suites, notes=notes, baselines=baselines, problem_verdicts=verdicts)
+
+
+def candidate_failures(store: BaselineFile, workloads: dict[str, set[str]]) -> list[CandidateFailure]:
+    """Per problem of the run and candidate, the run's workloads (problem -> uuids) on which that
+    baseline candidate was not correct, with its first failure's status and first line."""
+    found: dict[tuple[str, str], CandidateFailure] = {}
+    for entry in store.entries:
+        if entry.workload not in workloads.get(entry.problem, ()):
+            continue
+        for candidate in entry.candidates:
+            if candidate.latency_ms is not None:
+                continue
+            failure = found.setdefault((entry.problem, candidate.name),
+                                       CandidateFailure(problem=entry.problem, candidate=candidate.name, status=candidate.status, detail=candidate.detail))
+            failure.workloads += 1
+    return list(found.values())
+
+
+def phase_of(candidate: str, phase: str) -> str:
+    """Where an evaluation phase of a trace counts in a run's summary: sol and timing as themselves, the
+    rest of a torch.compile candidate as compile (it compiles in its first calls), the rest as correctness."""
+    if phase in ("sol", "timing"):
+        return phase
+    return "compile" if candidate.startswith("compile-") else "correctness"

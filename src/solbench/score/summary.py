@@ -80,6 +80,17 @@ class AuditFinding(SpecModel):
     message: str = ""
 
 
+class CandidateFailure(SpecModel):
+    """A baseline candidate that was not correct on some workloads of a problem (never dropped silently:
+    T_b of those workloads comes from the other candidates)."""
+
+    problem: str
+    candidate: str  # eager, compile-default, ..., or a registered baseline solution's name
+    status: str  # the status of its first failed workload
+    workloads: int = 0  # how many of the run's workloads it failed on
+    detail: str = ""  # the first line of its error
+
+
 class RunSummary(SpecModel):
     """summary.json of a run folder."""
 
@@ -96,3 +107,8 @@ class RunSummary(SpecModel):
     notes: list[str] = Field(default_factory=list)  # e.g. why T_SOL is blank, which problems were refused
     baselines: str | None = None  # the baseline file used, relative to the run folder (baselines/<HW>.json)
     problem_verdicts: dict[str, str] = Field(default_factory=dict)  # problem -> open | solved | bound-to-audit | no-sol | no-baseline (solbench.score.baselines)
+    baseline_failures: list[CandidateFailure] = Field(default_factory=list)
+    # seconds spent per phase: load, sol, compile (torch.compile candidates, timing aside), correctness, timing
+    # (evaluation phases summed over the traces of this run; with several lanes they add up beyond the wall time)
+    phases_s: dict[str, float] = Field(default_factory=dict)
+    progress: dict[str, int | bool] = Field(default_factory=dict)  # problems, finished, complete (False while the run goes on)

@@ -11,6 +11,7 @@ T_SOL is the cache-aware bound.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,6 +102,30 @@ def decomposition_for(func: Any) -> Any:
 def problem_captures(problem: Problem) -> Captures:
     """The captures of one problem that its workloads share (ops without a rule decomposed)."""
     return Captures(problem, decomposition_for)
+
+
+SHARED_CAPTURES = 8  # problems whose captures a process keeps (a run evaluates a problem's jobs one after another)
+_shared: OrderedDict[tuple, Captures] = OrderedDict()
+
+
+def shared_captures(problem: Problem) -> Captures:
+    """The captures of a problem kept in this process for the next caller that prices the same problem
+    (a run's baseline candidates, its solutions and its summary): captured once, not once per job.
+    Keyed by content, since executors hand each job a copy of the problem."""
+    import hashlib
+    import json
+
+    definition = json.dumps(problem.definition.to_json_dict(), sort_keys=True, ensure_ascii=False)
+    key = (problem.name, hashlib.sha256(definition.encode()).hexdigest(), str(problem.root), problem.kind, problem.input_profile,
+           problem.synthesize_missing_blobs)
+    found = _shared.get(key)
+    if found is None:
+        found = _shared[key] = problem_captures(problem)
+        while len(_shared) > SHARED_CAPTURES:
+            _shared.popitem(last=False)
+    else:
+        _shared.move_to_end(key)
+    return found
 
 
 def analyze(problem: Problem, workload: Workload, hardware: HardwareSpec, policy: Policy = "strict", captures: Captures | None = None) -> SolResult:

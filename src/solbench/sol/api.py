@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from solbench.sol.analysis import SolResult, analyze, problem_captures
+from solbench.sol.budget import Done, Limits, Report, Stopped, WorkerPool, first_line, run_here
 from solbench.sol.capture import Captures
 from solbench.sol.hardware import HardwareSpec, Policy, get_hardware
 from solbench.data.errors import Issue
@@ -43,49 +46,126 @@ def analyze_paths(paths: Iterable[Path], hardware: HardwareSpec, policy: str = "
     return results, failures
 
 
+@dataclass
+class ProblemAnalysis:
+    """One problem's results and issues (its workloads in its own order), and how long its analysis took."""
+
+    problem: Problem
+    position: int  # among the problems analysed, in the paths' order
+    items: list[SolResult | Issue]
+    elapsed_s: float
+
+
 def iter_analyses(paths: Iterable[Path], hardware: HardwareSpec, policy: str = "auto", workloads: list[str] | None = None, progress: bool = False,
-                  synthesize_missing_blobs: bool = False, jobs: int = 1, keep_nodes: bool = True) -> Iterator[SolResult | Issue]:
-    """Each workload's result (or the issue that stopped a problem or workload) as soon as it is known,
-    problem by problem: a dataset streams, and one bad problem never stops the others. With jobs > 1
-    problems are analysed in that many processes (results still come in order); their results carry
-    no per-op breakdown unless keep_nodes."""
-    loaded_problems: list[Problem] = []
+                  synthesize_missing_blobs: bool = False, jobs: int = 1, keep_nodes: bool = True, limits: Limits | None = None,
+                  ordered: bool = True) -> Iterator[SolResult | Issue]:
+    """Each workload's result (or the issue that stopped a problem or workload), problem by problem: a
+    dataset streams, and one bad problem never stops the others. `ordered` keeps the problems' order
+    (a problem done early waits for those before it); else each comes as soon as it is done. See
+    iter_problem_analyses for jobs, keep_nodes and limits."""
+    done = iter_problem_analyses(paths, hardware, policy, workloads, progress, synthesize_missing_blobs, jobs, keep_nodes, limits)
+    for analysis in (_in_order(done) if ordered else done):
+        yield from [analysis] if isinstance(analysis, Issue) else analysis.items
+
+
+def iter_problem_analyses(paths: Iterable[Path], hardware: HardwareSpec, policy: str = "auto", workloads: list[str] | None = None,
+                          progress: bool = False, synthesize_missing_blobs: bool = False, jobs: int = 1, keep_nodes: bool = True,
+                          limits: Limits | None = None) -> Iterator[ProblemAnalysis | Issue]:
+    """Each problem's analysis as soon as it is done, in the order problems finish (issues of loading
+    first). With jobs > 1 problems run in that many worker processes, the costliest-looking first,
+    their results without the per-op breakdown unless keep_nodes; a problem over `limits` (default
+    Limits(): 60 s, 4 GB) is ended and becomes one issue. With one job they run here, where only the
+    time budget is kept."""
+    limits = limits or Limits()
+    problems: list[Problem] = []
     for path in paths:
         for loaded in scan(path, synthesize_missing_blobs=synthesize_missing_blobs):
             yield from loaded.errors
             if loaded.problem is not None:
-                loaded_problems.append(loaded.problem)
-    tasks = [(problem, _chosen(problem, workloads), hardware, policy, keep_nodes) for problem in loaded_problems]
-    total = sum(len(chosen) for _, chosen, *_ in tasks)
-    matched = any(chosen for _, chosen, *_ in tasks)
-    with _progress(total, enabled=progress and total > 8) as advance:
-        for results in _run_tasks(tasks, jobs):
-            for result in results:
-                advance()
-                yield result
-    if workloads and not matched:
+                problems.append(loaded.problem)
+    tasks = [(problem, chosen, hardware, policy, keep_nodes) for problem in problems if (chosen := _chosen(problem, workloads))]
+    order = _start_order(tasks) if jobs > 1 else list(range(len(tasks)))
+    total = sum(len(task[1]) for task in tasks)
+    with _progress(total, enabled=progress and total > 8) as advance, _runner(min(jobs, len(tasks)), limits) as run:
+        for outcome in run([tasks[i] for i in order]):
+            position = order[outcome.index]
+            problem, chosen = tasks[position][:2]
+            items = outcome.value if isinstance(outcome, Done) else [_stopped_issue(problem, outcome, limits)]
+            advance(len(chosen))
+            yield ProblemAnalysis(problem, position, items, outcome.elapsed_s)
+    if workloads and not tasks:
         yield Issue(f"no workload matches {', '.join(workloads)}", field="workload")
 
 
 def default_jobs(problems: int) -> int:
-    """Processes for a dataset: one per core, up to 4, when there are enough problems to share."""
-    return max(1, min(os.cpu_count() or 1, 4, problems // 4 or 1))
+    """Processes for a dataset: one per core this process may use, up to 4, when there are enough problems to share."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cores, 4, problems // 4 or 1))
 
 
-def _run_tasks(tasks: list[tuple], jobs: int) -> Iterator[list[SolResult | Issue]]:
-    """Each task's results, in the tasks' order; with several processes the costliest-looking
-    problems start first (so that no process is left with a long one at the end)."""
-    if jobs <= 1 or len(tasks) < 2:
-        yield from map(analyze_problem_workloads, tasks)
+def _start_order(tasks: list[tuple]) -> list[int]:
+    """The costliest-looking problems first (so that no worker is left with a long one at the end),
+    after the cheapest-looking one (so that the first results come within seconds)."""
+    order = sorted(range(len(tasks)), key=lambda i: -_expected_cost(tasks[i][0], len(tasks[i][1])))
+    return order[-1:] + order[:-1]
+
+
+@contextlib.contextmanager
+def _runner(jobs: int, limits: Limits) -> Iterator[Callable[[list[tuple]], Iterator[Done | Stopped]]]:
+    """How tasks run: here with one job, else in a pool of worker processes (ended when done)."""
+    if jobs <= 1:
+        yield lambda tasks: run_here(tasks, limits, analyze_problem_workloads, prepare=_warm_up)
         return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    with WorkerPool(jobs, limits, analyze_problem_workloads, prepare=_warm_up) as pool:
+        yield pool.run
 
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        order = sorted(range(len(tasks)), key=lambda i: -_expected_cost(tasks[i][0], len(tasks[i][1])))
-        futures = {i: pool.submit(analyze_problem_workloads, tasks[i]) for i in order}
-        for index in range(len(tasks)):
-            yield futures[index].result()
+
+def _in_order(analyses: Iterator[ProblemAnalysis | Issue]) -> Iterator[ProblemAnalysis | Issue]:
+    """The problems in the paths' order: each as soon as it and all before it are done."""
+    waiting: dict[int, ProblemAnalysis] = {}
+    following = 0
+    for analysis in analyses:
+        if isinstance(analysis, Issue):
+            yield analysis
+            continue
+        waiting[analysis.position] = analysis
+        while following in waiting:
+            yield waiting.pop(following)
+            following += 1
+
+
+def _stopped_issue(problem: Problem, stopped: Stopped, limits: Limits) -> Issue:
+    """One line for a problem that did not finish: which, why (the limit and what was seen), and in which pass."""
+    match stopped.reason:
+        case "time":
+            why = f"stopped at the time budget of {limits.timeout_s:g} s per problem"
+        case "memory":
+            why = f"stopped at the memory cap of {_gb(limits.max_memory_bytes or 0)} per worker (peak {_gb(stopped.peak_bytes)} seen)"
+        case "died":
+            why = f"its worker process died ({stopped.detail})"
+        case _:
+            why = f"cannot be analysed: {stopped.detail}"
+    return Issue(f"problem {problem.name}: {why}, in {stopped.where} after {stopped.elapsed_s:.1f} s", problem.source)
+
+
+def _gb(size: int) -> str:
+    return f"{size / (1 << 30):.2f} GB"
+
+
+def _warm_up() -> None:
+    """A worker analyses a tiny problem before it says it is ready, so that what a first capture
+    costs once per process (importing torch, sympy and the rest) is in no problem's time budget."""
+    from solbench.sol.hardware import get_hardware
+    from solbench.data import Definition, Workload
+    from solbench.data.files import parse_model
+
+    vector = {"shape": ["N"], "dtype": "float32"}
+    definition, _ = parse_model(Definition, {"name": "warm_up", "axes": {"N": {"type": "var"}}, "inputs": {"a": vector, "b": vector},
+                                             "outputs": {"c": vector}, "reference": "def run(a, b):\n    return a + b\n"})
+    workload, _ = parse_model(Workload, {"uuid": "warm-up", "axes": {"N": 64}, "inputs": {"a": {"type": "random"}, "b": {"type": "random"}}})
+    assert definition is not None and workload is not None
+    problem = Problem(definition, [workload])
+    analyze_problem_workloads((problem, [workload], get_hardware("H200"), "auto", False))
 
 
 def _expected_cost(problem: Problem, workloads: int) -> float:
@@ -100,20 +180,40 @@ def _expected_cost(problem: Problem, workloads: int) -> float:
     return weight * max(1, workloads)
 
 
-def analyze_problem_workloads(task: tuple) -> list[SolResult | Issue]:
-    """One problem's workloads (small first, so that the first capture is the cheapest), in its own order."""
+class _ReportingCaptures(Captures):
+    """A problem's captures that say when a workload's capture is done and its pricing begins."""
+
+    def __init__(self, base: Captures, report: Report):
+        super().__init__(base.problem, base.decompose)
+        self.report, self.label = report, ""
+
+    def begin(self, number: int, total: int, workload: Workload) -> None:
+        self.label = f"{number}/{total} ({workload.uuid[:8]})"
+        self.report(f"capture of workload {self.label}")
+
+    def graph(self, workload: Workload) -> Any:
+        self.report(f"capture of workload {self.label}")
+        graph = super().graph(workload)
+        self.report(f"pricing workload {self.label}")
+        return graph
+
+
+def analyze_problem_workloads(task: tuple, report: Report | None = None) -> list[SolResult | Issue]:
+    """One problem's workloads (small first, so that the first capture is the cheapest), in its own
+    order; `report` is told the pass it is in (a problem stopped on its budget is said with it)."""
     problem, chosen, hardware, policy, keep_nodes = task
-    captures = problem_captures(problem)
+    captures = _ReportingCaptures(problem_captures(problem), report or (lambda _: None))
     done: dict[str, SolResult | Issue] = {}
-    for workload in sorted(chosen, key=lambda w: _input_bytes(problem, w)):
+    for number, workload in enumerate(sorted(chosen, key=lambda w: _input_bytes(problem, w)), 1):
+        captures.begin(number, len(chosen), workload)
         try:
             result = analyze(problem, workload, hardware, policy_for(problem, policy), captures)
             if not keep_nodes:
                 result.nodes = []
             done[workload.uuid] = result
         except Exception as exc:  # noqa: BLE001 - one problem's failure must not stop the others
-            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            done[workload.uuid] = Issue(f"cannot analyse workload {workload.uuid[:8]}: {type(exc).__name__}: {message}", problem.source)
+            done[workload.uuid] = Issue(f"cannot analyse workload {workload.uuid[:8]}: {first_line(exc)}", problem.source)
+    captures.report("clearing its caches")
     _forget_fake_dispatch_cache()
     return [done[workload.uuid] for workload in chosen]
 
@@ -155,16 +255,16 @@ class _progress:
     def __init__(self, total: int, enabled: bool):
         self.total, self.enabled = total, enabled
 
-    def __enter__(self):
+    def __enter__(self) -> Callable[[int], None]:
         if not self.enabled:
-            return lambda: None
+            return lambda steps=1: None
         from rich.console import Console
         from rich.progress import Progress
 
         self._bar = Progress(transient=True, console=Console(stderr=True))  # stdout is for results, streamed
         self._bar.start()
         task = self._bar.add_task("analysing", total=self.total)
-        return lambda: self._bar.advance(task)
+        return lambda steps=1: self._bar.advance(task, steps)
 
     def __exit__(self, *exc: object) -> None:
         if self.enabled:

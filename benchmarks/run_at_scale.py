@@ -1,0 +1,93 @@
+"""`solbench run` over a whole dataset as a user runs it, measured from outside (issue 28's targets).
+
+Runs `solbench run PATHS --workloads W --baselines B --run-dir R` as a subprocess, reads R/summary.json
+every second while it runs (it is rewritten as each problem finishes) and reports: when the first
+problem was scored, how many problems were scored by when, the wall time, seconds per workload, the
+summary's seconds per phase, and per baseline candidate how many problems it PASSED on. With --again
+the same run is made a second time over the same baselines folder (nothing to build: no compile) and
+the two walls are compared.
+
+    python3 benchmarks/run_at_scale.py solbench:models --workloads smallest:1 --limit 480 --again --out $OUT/scale.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+
+def read_summary(run_dir: Path) -> dict | None:
+    try:
+        return json.loads((run_dir / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def one_run(paths: list[str], workloads: str, baselines: Path, run_dir: Path, limit_s: float, extra: list[str]) -> dict:
+    command = [sys.executable, "-m", "solbench.cli", "run", *paths, "--workloads", workloads, "--baselines", str(baselines), "--run-dir", str(run_dir),
+               *extra]
+    started = time.monotonic()
+    log = (run_dir.parent / f"{run_dir.name}.stderr").open("w")
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
+    first_scored, timeline, last = None, [], -1
+    while process.poll() is None:
+        if time.monotonic() - started > limit_s:
+            process.kill()
+            break
+        time.sleep(1.0)
+        summary = read_summary(run_dir)
+        finished = (summary or {}).get("progress", {}).get("finished", 0)
+        if finished and first_scored is None:
+            first_scored = time.monotonic() - started
+        if finished != last:
+            timeline.append((round(time.monotonic() - started, 1), finished))
+            last = finished
+    wall = time.monotonic() - started
+    out = process.stdout.read() if process.stdout else ""
+    summary = read_summary(run_dir) or {}
+    rows = summary.get("workloads", [])
+    failures = summary.get("baseline_failures", [])
+    problems = {row["problem"] for row in rows}
+    failed_by_candidate = Counter(f["candidate"] for f in failures)
+    return {
+        "command": " ".join(command), "exit_code": process.returncode, "cut_at_limit": wall >= limit_s, "wall_s": round(wall, 1),
+        "first_problem_scored_s": round(first_scored, 1) if first_scored is not None else None, "timeline": timeline[-40:],
+        "problems_scored": summary.get("progress", {}).get("finished"), "problems": summary.get("progress", {}).get("problems"),
+        "workloads": len(rows), "passed": sum(row["status"] == "PASSED" for row in rows),
+        "s_per_workload": round(wall / len(rows), 3) if rows else None, "phases_s": summary.get("phases_s", {}),
+        "candidate_failed_problems": dict(failed_by_candidate),
+        "candidate_passed_share": {name: round(1 - count / len(problems), 3) for name, count in failed_by_candidate.items()} if problems else {},
+        "baseline_failures": failures[:60], "notes": summary.get("notes", [])[:20], "stdout_tail": out[-3000:],
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("paths", nargs="+")
+    parser.add_argument("--workloads", default="smallest:1")
+    parser.add_argument("--limit", type=float, default=480.0, help="seconds before a run is cut (its finished problems still count)")
+    parser.add_argument("--again", action="store_true", help="run a second time over the same baselines folder")
+    parser.add_argument("--work", type=Path, default=None, help="folder for baselines and run folders (default: a temporary one)")
+    parser.add_argument("--out", type=Path, default=Path("run-at-scale.json"))
+    args, extra = parser.parse_known_args()  # options this script does not know go to solbench run
+    work = args.work or Path(tempfile.mkdtemp(prefix="run-at-scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    results = {"first": one_run(args.paths, args.workloads, work / "baselines", work / "first", args.limit, extra)}
+    print(json.dumps({k: v for k, v in results["first"].items() if k not in ("baseline_failures", "stdout_tail", "timeline")}, indent=1), flush=True)
+    if args.again:
+        results["again"] = one_run(args.paths, args.workloads, work / "baselines", work / "again", args.limit, extra)
+        results["speedup_of_the_second_run"] = round(results["first"]["wall_s"] / results["again"]["wall_s"], 2)
+        print(json.dumps({k: v for k, v in results["again"].items() if k not in ("baseline_failures", "stdout_tail", "timeline")}, indent=1))
+        print("second run", results["speedup_of_the_second_run"], "x faster")
+    args.out.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Compiles ahead, for real on the CPU: a reference compiled by inductor in a compile process fills
+the shared compile cache, and a fresh process that compiles the same reference then loads its graph
+from there (inductor's own counter of cache hits says so); timed sections stop the compile processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from solbench.bench.exclusive import timed_section
+from solbench.bench.workers import compile_cache_environment
+from solbench.data.definition import Definition
+from solbench.data.problem import Problem
+from solbench.data.workload import Workload
+from solbench.exec.precompile import Precompiler, default_processes
+
+REFERENCE = "import torch\n\n\n@torch.no_grad()\ndef run(x):\n    return torch.nn.functional.silu(x) * 2.0 + 1.0\n"
+
+
+def tiny_problem() -> Problem:
+    definition = Definition.model_validate({
+        "name": "ahead_silu", "axes": {"N": {"type": "var"}}, "inputs": {"x": {"shape": ["N"], "dtype": "float32"}},
+        "outputs": {"y": {"shape": ["N"], "dtype": "float32"}}, "reference": REFERENCE})
+    return Problem(definition, [Workload.model_validate({"uuid": "n256", "axes": {"N": 256}, "inputs": {"x": {"type": "random"}}})])
+
+
+CACHE_HITS = """
+import json, sys
+from solbench.exec.precompile import compile_ahead
+import torch
+seconds, error = compile_ahead(json.loads(sys.argv[1]))
+print(json.dumps({"error": error, "hits": torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"]}))
+"""
+
+
+def test_a_compile_ahead_fills_the_cache_that_the_next_compile_of_the_same_reference_loads(tmp_path: Path):
+    cache = tmp_path / "compile-cache"
+    problem = tiny_problem()
+    ahead = Precompiler(cache, "cpu", 1)
+    ahead.submit(problem, problem.workloads, "default")
+    ahead.futures[0][1].result(timeout=600)
+    outcome = ahead.close()
+    assert outcome.compiled == 1 and outcome.failed == [] and outcome.seconds > 0
+    assert any((cache / "inductor").rglob("*")), "inductor wrote nothing into the shared cache"
+
+    payload = {"definition": problem.definition.to_json_dict(), "workloads": [w.to_json_dict() for w in problem.workloads], "root": None,
+               "kind": "problem", "profile": None, "synthesize": False, "mode": "default", "device": "cpu", "seed": 0, "input_profile": "auto"}
+    again = subprocess.run([sys.executable, "-c", CACHE_HITS, json.dumps(payload)], capture_output=True, text=True, timeout=600,
+                           env={**__import__("os").environ, **compile_cache_environment(cache)})
+    assert again.returncode == 0, again.stderr
+    found = json.loads(again.stdout.strip().splitlines()[-1])
+    assert found["error"] is None and found["hits"] >= 1  # loaded from the cache, not compiled again
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_a_timed_section_stops_the_compile_processes_until_it_ends(tmp_path: Path):
+    ahead = Precompiler(tmp_path / "cache", "cpu", 1)
+    problem = tiny_problem()
+    ahead.submit(problem, problem.workloads, "default")
+    deadline = time.monotonic() + 120
+    while not ahead.running and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (pid,) = list(ahead.running)
+    try:
+        with timed_section():
+            time.sleep(0.2)
+            assert _state(pid) == "T"  # stopped while the GPU is timed
+        time.sleep(0.2)
+        assert _state(pid) != "T"
+    finally:
+        ahead.close()
+
+
+def test_compiling_ahead_is_off_on_a_cpu_and_half_the_cores_on_a_gpu():
+    import os
+
+    assert default_processes("cpu") == 0
+    assert default_processes("cuda:0") == max(1, min(8, (os.cpu_count() or 2) // 2))
