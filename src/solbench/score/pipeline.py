@@ -269,7 +269,9 @@ def run(inputs: RunInputs, done: set[tuple[str, str | None, str]], on_trace: Cal
             plan.candidate_results.append(result)
             if len(plan.candidate_results) == len(plan.candidates):  # the problem's entries, then the reference's traces scored against them
                 assert store is not None and store_path is not None
-                state.build.built += put_entries(store, store_path, plan.candidate_results, state.build)
+                made = BuildOutcome()  # this problem's alone: its eager traces are in plan.held_eager, not kept for the whole run
+                state.build.built += put_entries(store, store_path, plan.candidate_results, made)
+                state.build.errors += made.errors
                 save_baselines(store_path, store)
                 for trace in plan.held_eager:
                     state.keep(trace, write_extra)
