@@ -16,13 +16,16 @@ def run_answer(**fields) -> RunAnswer:
 
 
 def test_aliasing_and_in_place_changes_are_allowed_only_where_the_reference_does_them():
-    verdicts.memory_behaviour(run_answer(aliased_outputs=["y"]), ExpectAnswer(aliased_outputs=["y"]))
+    verdicts.memory_behaviour(run_answer(aliased_outputs=["y<-cache"]), ExpectAnswer(aliased_outputs=["y<-cache"]))
+    with pytest.raises(Outcome, match=r"\[output-aliases-input\]: output 'y' shares memory with input 'x', which the reference's output does not"):
+        verdicts.memory_behaviour(run_answer(aliased_outputs=["y<-x"]), ExpectAnswer(aliased_outputs=["y<-cache"]))  # another input
     with pytest.raises(Outcome) as raised:
         verdicts.memory_behaviour(run_answer(modified_inputs=["x"]), ExpectAnswer())
     assert raised.value.status == Status.REWARD_HACK and raised.value.message.startswith("REWARD_HACK [input-modified]: input 'x'")
-    timed = TimeAnswer(times_ms=[1.0], method="wall", checked={"0": {}}, calls=1, aliased_outputs=["y"])
-    with pytest.raises(Outcome, match=r"\[output-aliases-input\]: output 'y' shares memory with an input, in a timed call"):
-        verdicts.memory_behaviour(timed, None)
+    timed = TimeAnswer(times_ms=[1.0], method="wall", checked={"0": {}}, calls=1, aliased_outputs=["y<-cache"])
+    verdicts.memory_behaviour(timed, ExpectAnswer(aliased_outputs=["y<-cache"]), timed=True)  # a KV-cache write, as the reference's
+    with pytest.raises(Outcome, match=r"\[output-aliases-input\]: output 'y' shares memory with input 'cache' in a timed call"):
+        verdicts.memory_behaviour(timed, ExpectAnswer(), timed=True)
 
 
 def test_outputs_on_another_device_type_are_a_runtime_error():

@@ -17,6 +17,7 @@ from solbench.data.workload import Workload
 
 Described = dict[str, Any]  # a blob, CUDA IPC, scalar or unsupported-type description (checked where it is mapped)
 Seconds = dict[str, float]
+ALIAS_MARK = "<-"  # aliased_outputs entries are "OUTPUT<-INPUT": that output shares memory with that input
 
 
 class Message(BaseModel):

@@ -224,6 +224,7 @@ class EvaluationRun:
         is assessed); the comparison happens here."""
         workers, phases = self.workers, self.phases
         comparisons = []
+        self.reference_aliases: set[str] = set()  # the reference's "OUTPUT<-INPUT" aliases on this workload
         tolerance = workload.effective_tolerance
         dps = self.solution.spec.destination_passing_style
         verdicts.precision_flags(workers.build_precision_changes, workers.initial_precision, self.policy, "when the solution was loaded", log)
@@ -247,6 +248,7 @@ class EvaluationRun:
             workers.release_later("reference", group)
             workers.release_later("solution", group)
             verdicts.memory_behaviour(answer, expected)
+            self.reference_aliases.update(expected.aliased_outputs)  # what timed calls may do too
             verdicts.precision_flags(answer.precision_changes, workers.initial_precision, self.policy, f"during trial {trial + 1}", log)
             with phases("correctness"):
                 references = self._load_reference(expected.outputs)
@@ -327,7 +329,7 @@ class EvaluationRun:
 
     def _verify_timed_calls(self, workload: Workload, seed: int, check: list[int], timed: TimeAnswer, deadline: float, log: list[str]) -> int:
         wanted = verdicts.timed_calls_handed_back(timed, check)
-        verdicts.memory_behaviour(timed, None)
+        verdicts.memory_behaviour(timed, ExpectAnswer(aliased_outputs=sorted(self.reference_aliases)), timed=True)
         answers = {index: self._load_answer(timed.checked[str(index)]) for index in wanted}  # own copies: the files are swept below
         self._sweep_blobs()
         for index in wanted:

@@ -40,17 +40,20 @@ class WorkerProcess:
     """One worker in its own process session, talking over a private pipe pair."""
 
     def __init__(self, role: str, device: str, log_path: Path, env: dict[str, str] | None = None,
-                 sandbox: SandboxPlan | None = None):
+                 sandbox: SandboxPlan | None = None, preload_compiler: bool = False):
         """With a sandbox plan (solbench.bench.sandbox), the worker starts under its argv prefix, in its
         scrubbed environment (`env`, if given too, is added on top: trusted extras) and with its resource
         limits. Under bubblewrap, self.process is bwrap (the worker is its child, in the same process
-        session, so kill() still reaches it); a worker killed by signal N then ends as exit code 128+N."""
+        session, so kill() still reaches it); a worker killed by signal N then ends as exit code 128+N.
+        preload_compiler: the worker imports torch.compile's machinery as it starts (for the trusted
+        torch.compile candidates: that import alone takes 7-9 s on the H200 host, longer than loading
+        their compiled graphs from the cache, and a worker started ahead does it off the critical path)."""
         self.role, self.device, self.log_path, self.sandbox = role, device, log_path, sandbox
         to_worker_read, to_worker_write = os.pipe()
         from_worker_read, from_worker_write = os.pipe()
         log_path.parent.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "solbench.bench.worker", "--role", role, "--read-fd", str(to_worker_read),
-                "--write-fd", str(from_worker_write), "--device", device]
+                "--write-fd", str(from_worker_write), "--device", device] + (["--preload-compiler"] if preload_compiler else [])
         if sandbox is not None:
             argv, env = sandbox.wrap(argv), {**sandbox.env, **(env or {})}
         with open(log_path, "ab") as log:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from solbench.bench.messages import ExpectAnswer, RunAnswer, TimeAnswer
+from solbench.bench.messages import ALIAS_MARK, ExpectAnswer, RunAnswer, TimeAnswer
 from solbench.data.trace import Correctness, Performance, Status
 
 INCORRECT = {Status.INCORRECT_SHAPE, Status.INCORRECT_DTYPE, Status.INCORRECT_NUMERICAL}
@@ -29,19 +29,25 @@ def output_devices(answer: RunAnswer, device: str) -> None:
             raise Outcome(Status.RUNTIME_ERROR, f"output {name!r} is on {where}, expected {device} (outputs are never moved for the solution)")
 
 
-def memory_behaviour(answer: RunAnswer | TimeAnswer, expected: ExpectAnswer | None) -> None:
-    """Outputs that alias inputs, and inputs changed in place, are the reference's privilege
-    (`expected` None: nothing is allowed, as for timed calls)."""
-    checks = [("aliased_outputs", "output-aliases-input", "shares memory with an input")]
+def memory_behaviour(answer: RunAnswer | TimeAnswer, expected: ExpectAnswer | None, timed: bool = False) -> None:
+    """Outputs that alias inputs, and inputs changed in place, are the reference's privilege: an
+    output may share memory with an input exactly where the reference's output shares it with that
+    same input (in-place updates, KV-cache writes), in correctness trials and timed calls alike
+    (`expected`: what the reference did on this workload; None: nothing is allowed)."""
+    checks = [("aliased_outputs", "output-aliases-input", "shares memory with input")]
     if isinstance(answer, RunAnswer):
         checks.append(("modified_inputs", "input-modified", "was modified in place"))
     for key, rule, what in checks:
         allowed = set(getattr(expected, key)) if expected is not None else set()
         found = [name for name in getattr(answer, key) if name not in allowed]
         if found:
-            kind = "output" if key == "aliased_outputs" else "input"
-            tail = "which the reference does not do" if expected is not None else "in a timed call"
-            raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [{rule}]: {kind} {found[0]!r} {what}, {tail}")
+            where = " in a timed call" if timed else ""
+            if key == "aliased_outputs":
+                output, _, source = found[0].partition(ALIAS_MARK)
+                finding = f"output {output!r} {what} {source!r}{where}, which the reference's output does not"
+            else:
+                finding = f"input {found[0]!r} {what}{where}, which the reference does not do"
+            raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [{rule}]: {finding}")
 
 
 def precision_flags(changes: dict[str, Any], initial: dict[str, Any], policy: str, when: str, log: list[str]) -> None:

@@ -29,6 +29,7 @@ from solbench.bench.integrity import Snapshot, precision_state
 from solbench.bench.ipc import export_cuda, probe_tensor
 from solbench.bench.memory import device_memory, memory_failure, return_cached_memory
 from solbench.bench.messages import (
+    ALIAS_MARK,
     BuildAnswer, BuildRequest, ExpectAnswer, ExpectRequest, HelloAnswer, HelloRequest, LoadProblemAnswer, LoadProblemRequest,
     MalformedMessage, OutputSpec, PrepareRequest, Request, RunAnswer, RunRequest, TimeAnswer, TimeRequest, parse_request, to_wire,
 )
@@ -45,6 +46,7 @@ from solbench.data.solution import Solution
 ERROR_TAIL = 4000
 UNJOINED_SLACK_MS = 0.05  # beyond the error of CUPTI's GPU-to-host timestamp conversion
 SOLUTION_STEPS = ("build", "run", "time")  # requests that run solution code: integrity is checked after each
+POISON_BYTE = 0xFF  # all ones: NaN in every floating dtype (fp32, fp16, bf16, fp8 e4m3fn and e5m2), -1 in integers
 
 
 class Violation(Exception):
@@ -168,9 +170,11 @@ class Worker:
         pristine = [self._fresh(value) for value in arguments]
         results, allocated = self._checked_call(arguments, request)
         if request.repeat:
+            first = _memory_of(results)  # the first call's outputs are not read after the second call (CUDA graphs overwrite them)
+            _poison_storages(results)
             again = [self._fresh(value) for value in pristine]
             second, allocated = self._checked_call(again, request)
-            _reject_reused_outputs(results, second)
+            _reject_reused_outputs(first, second)
             results, arguments = second, again
         devices = {name: str(value.device) if isinstance(value, self.torch.Tensor) else None for name, value in results.items()}
         described = {name: self._describe(value, request.paths[name], request) for name, value in results.items() if name in request.paths}
@@ -196,7 +200,9 @@ class Worker:
                 _admit_outputs(state["results"])
                 self._reject_bad_outputs(state["results"], state["allocated"])
                 aliased.update(self._aliased(state["results"], state["arguments"]))
-                kept[state["index"]] = state["results"]
+                # copied now, before the next call: a CUDA graph's static outputs are rewritten by its next replay
+                kept[state["index"]] = {name: value.clone() if isinstance(value, self.torch.Tensor) else value
+                                        for name, value in state["results"].items()}
 
         def prepare() -> Callable[[], Any]:
             keep_finished_call()
@@ -294,9 +300,12 @@ class Worker:
                     raise Violation("output-repointed", f"output {name!r} no longer holds the memory it was given (set_ or a swapped storage)")
 
     def _aliased(self, results: dict[str, Any], arguments: list[Any]) -> list[str]:
-        """Outputs that share memory with an input (allowed only where the reference does it too)."""
-        inputs = [value for value in arguments if isinstance(value, self.torch.Tensor)]
-        return [name for name, value in results.items() if isinstance(value, self.torch.Tensor) and any(_overlap(value, x) for x in inputs)]
+        """Each output that shares memory with an input, as "OUTPUT<-INPUT" (allowed only where the
+        reference's output shares memory with that same input: in-place updates, KV-cache writes)."""
+        names = list(self.problem.definition.inputs) if self.problem else []
+        return [f"{name}{ALIAS_MARK}{names[position] if position < len(names) else position}" for name, value in results.items()
+                if isinstance(value, self.torch.Tensor)
+                for position, argument in enumerate(arguments) if isinstance(argument, self.torch.Tensor) and _overlap(value, argument)]
 
     def _modified(self, arguments: list[Any], pristine: list[Any]) -> list[str]:
         """Inputs whose bits changed during the call (allowed only where the reference changes them too)."""
@@ -486,15 +495,21 @@ def _overlap(a: Any, b: Any) -> bool:
     be inspected (sparse, some subclasses) is the solution's wrong output, never the worker's fault."""
     if a.device != b.device:
         return False
-    try:
-        sa, sb = a.untyped_storage(), b.untyped_storage()
-    except (RuntimeError, NotImplementedError) as exc:
-        raise _WrongOutputs(f"an output is a {type(a).__name__} of layout {a.layout} whose memory cannot be inspected "
-                            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); outputs are plain dense tensors") from None
+    sa, sb = _inspectable_storage(a), _inspectable_storage(b)
     if sa.nbytes() == 0 or sb.nbytes() == 0:
         return False
     start_a, start_b = sa.data_ptr(), sb.data_ptr()
     return start_a < start_b + sb.nbytes() and start_b < start_a + sa.nbytes()
+
+
+def _inspectable_storage(value: Any) -> Any:
+    """A tensor's untyped storage; one that has none to show (sparse, some subclasses) is the
+    solution's wrong output, never the worker's fault."""
+    try:
+        return value.untyped_storage()
+    except (RuntimeError, NotImplementedError) as exc:
+        raise _WrongOutputs(f"an output is a {type(value).__name__} of layout {value.layout} whose memory cannot be inspected "
+                            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); outputs are plain dense tensors") from None
 
 
 def _same_bits(a: Any, b: Any) -> bool:
@@ -508,14 +523,52 @@ def _same_bits(a: Any, b: Any) -> bool:
     return bool(torch.equal(raw_a, raw_b))
 
 
-def _reject_reused_outputs(first: dict[str, Any], second: dict[str, Any]) -> None:
+def _memory_of(results: dict[str, Any]) -> dict[str, tuple[str, int, int]]:
+    """Each tensor output's storage as (device, start, bytes), read while it is still valid."""
+    import torch
+
+    spans = {}
+    for name, value in results.items():
+        if isinstance(value, torch.Tensor):
+            storage = _inspectable_storage(value)
+            spans[name] = (str(value.device), storage.data_ptr(), storage.nbytes())
+    return spans
+
+
+def _storage_bytes(value: Any) -> Any:
+    """The bytes of a tensor's whole storage, as a flat uint8 tensor over the same memory."""
+    import torch
+
+    storage = _inspectable_storage(value)
+    return torch.empty(0, dtype=torch.uint8, device=value.device).set_(storage, 0, (storage.nbytes(),), (1,))
+
+
+def _poison_storages(results: dict[str, Any]) -> None:
+    """Every byte of the outputs' storages set to 0xFF (NaN in every floating dtype): an output
+    returned again by the next call without being written still holds it."""
+    import torch
+
+    for value in results.values():
+        if isinstance(value, torch.Tensor) and value.numel():
+            _storage_bytes(value).fill_(POISON_BYTE)
+
+
+def _reject_reused_outputs(first: dict[str, tuple[str, int, int]], second: dict[str, Any]) -> None:
+    """An output in the memory of the previous call's output is allowed where this call wrote it (a
+    CUDA graph replays into its static output buffers); one that still holds the poison put there
+    after the previous call was returned again without being computed (results cached across calls)."""
     import torch
 
     for name, value in second.items():
-        earlier = first.get(name)
-        if isinstance(value, torch.Tensor) and isinstance(earlier, torch.Tensor) and _overlap(value, earlier):
-            raise Violation("output-reused", f"output {name!r} of a call shares memory with the output of the call before "
-                                             "(results cached across calls)")
+        if not isinstance(value, torch.Tensor) or not value.numel() or name not in first:
+            continue
+        device, start, size = first[name]
+        storage = _inspectable_storage(value)
+        if str(value.device) != device or not (storage.data_ptr() < start + size and start < storage.data_ptr() + storage.nbytes()):
+            continue
+        if bool((_storage_bytes(value) == POISON_BYTE).all()):
+            raise Violation("output-reused", f"output {name!r} of a call is the output of the call before, returned again without "
+                                             "being written (results cached across calls)")
 
 
 def _poison(tensor: Any) -> None:
@@ -598,10 +651,14 @@ def main() -> None:
     parser.add_argument("--read-fd", type=int, required=True)
     parser.add_argument("--write-fd", type=int, required=True)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--preload-compiler", action="store_true", help="import torch.compile's machinery before serving")
     args = parser.parse_args()
     channel = Channel(args.read_fd, args.write_fd)
     try:
         worker = Worker(args.role, args.device)
+        if args.preload_compiler:
+            import torch._dynamo  # noqa: F401 - loaded now, while the worker waits as a spare
+            import torch._inductor.compile_fx  # noqa: F401
     except Exception as exc:  # noqa: BLE001 - report why the worker cannot start, as the answer to the first request
         try:
             request = channel.receive()

@@ -146,13 +146,13 @@ class WorkerPair:
             return WorkerProcess(role, self.device, log)
         from solbench.bench.sandbox import plan_sandbox
 
-        writable, extra = [self._build_folder(solution), self.session.root], None
+        writable, extra, compiles = [self._build_folder(solution), self.session.root], None, False
         if self.compile_cache is not None and any(known is solution for known in self._trusted):
-            extra = compile_cache_environment(self.compile_cache)
+            extra, compiles = compile_cache_environment(self.compile_cache), True
             writable.append(self.compile_cache)
         plan = plan_sandbox(self.sandbox, writable=writable, device=self.device, home=self.session.root / "home")
         self.environment["sandbox"] = plan.level
-        return WorkerProcess(role, self.device, log, env=extra, sandbox=plan)
+        return WorkerProcess(role, self.device, log, env=extra, sandbox=plan, preload_compiler=compiles)
 
     def _build_folder(self, solution: Solution | None) -> Path:
         """The one folder of the build cache that this solution's build may write."""
