@@ -47,7 +47,22 @@ def memory_failure(exc: BaseException, device: str) -> str | None:
     if memory is not None:
         free, total = memory
         parts.append(f"{'device' if device.startswith('cuda') else 'host'} memory {_gib(free)} free of {_gib(total)}")
+        held = _held_here(device)
+        if held is not None:
+            parts.append(f"held by this process (pid {os.getpid()}) {_gib(held)}, by other processes {_gib(max(0, total - free - held))}")
     return "; ".join(parts)
+
+
+def _held_here(device: str) -> int | None:
+    """Device memory this process's CUDA allocator holds (None on the CPU or where unknown)."""
+    if not device.startswith("cuda"):
+        return None
+    try:
+        import torch
+
+        return int(torch.cuda.memory_reserved(torch.device(device)))
+    except Exception:  # noqa: BLE001 - a courtesy, as the sizes
+        return None
 
 
 def shared_device_environment(environment: dict[str, str]) -> dict[str, str]:

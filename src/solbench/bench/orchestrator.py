@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 from solbench.bench import verdicts
 from solbench.bench.exclusive import timed_section
 from solbench.bench.correctness import Comparison, compare_outputs, merge
-from solbench.bench.memory import return_cached_memory
+from solbench.bench.memory import memory_failure, return_cached_memory
 from solbench.bench.messages import ExpectAnswer, ExpectRequest, OutputSpec, PrepareRequest, RunAnswer, RunRequest, TimeAnswer, TimeRequest
 from solbench.bench.options import DEFAULT_CACHE, EvalOptions
 from solbench.bench.phases import PhaseClock
@@ -195,6 +195,16 @@ class EvaluationRun:
                 log.insert(0, outcome.message)  # the finding first, before notes made on the way
             else:
                 log.append(outcome.message)
+        except Exception as exc:  # out of memory here (outputs mapped, compared) is the workload's status; anything else is a bug
+            described = memory_failure(exc, self.device)
+            if described is None:
+                raise
+            status, correctness, performance = Status.RUNTIME_ERROR, None, None
+            log.append(f"out of memory in the evaluator's own process (the orchestrator): {described}")
+            if self.device.startswith("cuda"):
+                import torch
+
+                torch.cuda.empty_cache()  # what the failed workload left cached goes back before the next one
         finally:
             self._sweep_blobs()
         flags: list[str] | None = None

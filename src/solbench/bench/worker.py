@@ -177,7 +177,10 @@ class Worker:
             _reject_reused_outputs(first, second)
             results, arguments = second, again
         devices = {name: str(value.device) if isinstance(value, self.torch.Tensor) else None for name, value in results.items()}
-        described = {name: self._describe(value, request.paths[name], request) for name, value in results.items() if name in request.paths}
+        # handed over as copies: memory a CUDA graph owns (torch.compile's reduce-overhead pool) is not
+        # the caching allocator's to share over CUDA IPC or to free when the orchestrator lets go of it
+        described = {name: self._describe(value.clone() if isinstance(value, self.torch.Tensor) and value.is_cuda else value, request.paths[name], request)
+                     for name, value in results.items() if name in request.paths}
         return RunAnswer(outputs=described, devices=devices, returned=list(results), aliased_outputs=self._aliased(results, arguments),
                          modified_inputs=self._modified(arguments, pristine))
 
