@@ -29,16 +29,16 @@ def output_devices(answer: RunAnswer, device: str) -> None:
             raise Outcome(Status.RUNTIME_ERROR, f"output {name!r} is on {where}, expected {device} (outputs are never moved for the solution)")
 
 
-def memory_behaviour(answer: RunAnswer | TimeAnswer, expected: ExpectAnswer | None, timed: bool = False) -> None:
+def memory_behaviour(answer: RunAnswer | TimeAnswer, expected: ExpectAnswer, timed: bool = False) -> None:
     """Outputs that alias inputs, and inputs changed in place, are the reference's privilege: an
     output may share memory with an input exactly where the reference's output shares it with that
     same input (in-place updates, KV-cache writes), in correctness trials and timed calls alike
-    (`expected`: what the reference did on this workload; None: nothing is allowed)."""
+    (`expected`: what the reference did on this workload)."""
     checks = [("aliased_outputs", "output-aliases-input", "shares memory with input")]
     if isinstance(answer, RunAnswer):
         checks.append(("modified_inputs", "input-modified", "was modified in place"))
     for key, rule, what in checks:
-        allowed = set(getattr(expected, key)) if expected is not None else set()
+        allowed = set(getattr(expected, key))
         found = [name for name in getattr(answer, key) if name not in allowed]
         if found:
             where = " in a timed call" if timed else ""

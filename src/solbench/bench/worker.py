@@ -179,7 +179,7 @@ class Worker:
         devices = {name: str(value.device) if isinstance(value, self.torch.Tensor) else None for name, value in results.items()}
         # handed over as copies: memory a CUDA graph owns (torch.compile's reduce-overhead pool) is not
         # the caching allocator's to share over CUDA IPC or to free when the orchestrator lets go of it
-        described = {name: self._describe(value.clone() if isinstance(value, self.torch.Tensor) and value.is_cuda else value, request.paths[name], request)
+        described = {name: self._describe(self._fresh(value) if self.device.startswith("cuda") else value, request.paths[name], request)
                      for name, value in results.items() if name in request.paths}
         return RunAnswer(outputs=described, devices=devices, returned=list(results), aliased_outputs=self._aliased(results, arguments),
                          modified_inputs=self._modified(arguments, pristine))
@@ -204,8 +204,7 @@ class Worker:
                 self._reject_bad_outputs(state["results"], state["allocated"])
                 aliased.update(self._aliased(state["results"], state["arguments"]))
                 # copied now, before the next call: a CUDA graph's static outputs are rewritten by its next replay
-                kept[state["index"]] = {name: value.clone() if isinstance(value, self.torch.Tensor) else value
-                                        for name, value in state["results"].items()}
+                kept[state["index"]] = {name: self._fresh(value) for name, value in state["results"].items()}
 
         def prepare() -> Callable[[], Any]:
             keep_finished_call()
@@ -496,13 +495,18 @@ def _storage_pointers(value: Any) -> tuple[int, int] | None:
 def _overlap(a: Any, b: Any) -> bool:
     """Whether two tensors' storages share bytes (on the same device). A tensor whose storage cannot
     be inspected (sparse, some subclasses) is the solution's wrong output, never the worker's fault."""
-    if a.device != b.device:
-        return False
-    sa, sb = _inspectable_storage(a), _inspectable_storage(b)
-    if sa.nbytes() == 0 or sb.nbytes() == 0:
-        return False
-    start_a, start_b = sa.data_ptr(), sb.data_ptr()
-    return start_a < start_b + sb.nbytes() and start_b < start_a + sa.nbytes()
+    return a.device == b.device and _spans_overlap(_span(a), _span(b))
+
+
+def _span(value: Any) -> tuple[str, int, int]:
+    """A tensor's storage as (device, start address, bytes)."""
+    storage = _inspectable_storage(value)
+    return str(value.device), storage.data_ptr(), storage.nbytes()
+
+
+def _spans_overlap(a: tuple[str, int, int], b: tuple[str, int, int]) -> bool:
+    (device_a, start_a, size_a), (device_b, start_b, size_b) = a, b
+    return device_a == device_b and size_a > 0 and size_b > 0 and start_a < start_b + size_b and start_b < start_a + size_a
 
 
 def _inspectable_storage(value: Any) -> Any:
@@ -530,12 +534,7 @@ def _memory_of(results: dict[str, Any]) -> dict[str, tuple[str, int, int]]:
     """Each tensor output's storage as (device, start, bytes), read while it is still valid."""
     import torch
 
-    spans = {}
-    for name, value in results.items():
-        if isinstance(value, torch.Tensor):
-            storage = _inspectable_storage(value)
-            spans[name] = (str(value.device), storage.data_ptr(), storage.nbytes())
-    return spans
+    return {name: _span(value) for name, value in results.items() if isinstance(value, torch.Tensor)}
 
 
 def _storage_bytes(value: Any) -> Any:
@@ -563,11 +562,7 @@ def _reject_reused_outputs(first: dict[str, tuple[str, int, int]], second: dict[
     import torch
 
     for name, value in second.items():
-        if not isinstance(value, torch.Tensor) or not value.numel() or name not in first:
-            continue
-        device, start, size = first[name]
-        storage = _inspectable_storage(value)
-        if str(value.device) != device or not (storage.data_ptr() < start + size and start < storage.data_ptr() + storage.nbytes()):
+        if not isinstance(value, torch.Tensor) or not value.numel() or name not in first or not _spans_overlap(_span(value), first[name]):
             continue
         if bool((_storage_bytes(value) == POISON_BYTE).all()):
             raise Violation("output-reused", f"output {name!r} of a call is the output of the call before, returned again without "
