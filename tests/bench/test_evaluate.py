@@ -454,6 +454,43 @@ def test_a_time_below_the_speed_of_light_is_flagged_for_audit(tmp_path, cache_ro
     assert "faster-than-sol" in evaluation.log and "Snail" in evaluation.log
 
 
+def test_the_latency_floor_is_the_bound_of_both_the_check_and_the_score(tmp_path, cache_root):
+    """A spec whose latency floor (1 ms) is above any real time of a 16-element call: with the floor, the
+    evaluator's faster-than-sol check and the score both use T_SOL = the floor (REWARD_HACK, score 0); with
+    sol_floor off (--no-sol-floor), both use the roofline alone (PASSED, a score against that T_SOL)."""
+    import yaml
+
+    from solbench.score.aggregate import score_workload
+    from solbench.score.baselines import BaselineEntry
+    from solbench.score.formula import FASTER_THAN_SOL, sol_score
+    from solbench.sol.hardware import get_hardware
+
+    floored = get_hardware("H200").model_dump(mode="json")
+    floored.update(name="Floored", launch_floor_s=1e-3, dram_latency_floor_s=1e-3)
+    path = tmp_path / "floored.yaml"
+    path.write_text(yaml.safe_dump(floored))
+    entry = BaselineEntry(problem="vector_scale", workload="vs-n0016", definition_hash="-", baseline_ms=5.0)
+    with_floor, roofline_only = (run_solution("pytorch_dps", cache_root, workloads=["vs-n0016"], hardware=str(path), sol_floor=floor).traces[0]
+                                 for floor in (True, False))
+
+    performance = with_floor.evaluation.performance
+    assert with_floor.evaluation.status == Status.REWARD_HACK and "faster-than-sol" in with_floor.evaluation.log
+    assert "(its latency floor; the roofline is" in with_floor.evaluation.log
+    assert performance.sol_ms == performance.sol_floor_ms == 1.0 and performance.sol_floor_applied is True
+    assert performance.sol_roofline_ms < 1e-5 and performance.latency_ms < performance.sol_ms
+    row = score_workload(with_floor, entry)
+    assert row.sol_ms == performance.sol_ms and row.sol_floor_ms == 1.0 and row.sol_roofline_ms == performance.sol_roofline_ms
+    assert row.score == 0.0 and FASTER_THAN_SOL in row.flags
+
+    performance = roofline_only.evaluation.performance
+    assert roofline_only.evaluation.status == Status.PASSED, roofline_only.evaluation.log
+    assert performance.sol_ms == performance.sol_roofline_ms < 1e-5 and performance.sol_floor_ms == 1.0
+    assert performance.sol_floor_applied is False and performance.latency_ms > performance.sol_ms
+    row = score_workload(roofline_only, entry)
+    assert row.sol_ms == performance.sol_ms and FASTER_THAN_SOL not in row.flags
+    assert row.score == sol_score(True, performance.latency_ms, performance.sol_ms, 5.0, performance.latency_iqr_ms).score > 0
+
+
 def test_static_analysis_refuses_before_running(cache_root):
     """On by default: a solution using ctypes is refused as REWARD_HACK on every workload, unbuilt."""
     run = run_solution("segfault_first", cache_root, static_analysis=True)

@@ -76,6 +76,23 @@ def test_full_trace():
     assert json.loads(trace.to_json(indent=2)) == data
 
 
+def test_the_latency_floor_fields_round_trip_and_old_traces_load_without_them(tmp_path):
+    from solbench.data.files import append_jsonl
+    from solbench.data.loaders import load_traces
+
+    performance = {"latency_ms": 0.0011, "sol_ms": 0.000895, "sol_roofline_ms": 0.000123, "sol_floor_ms": 0.000895, "sol_floor_applied": True}
+    new = {"definition": "d", "workload": {"uuid": "u1"}, "solution": "s", "evaluation": {"status": "PASSED", "performance": performance}}
+    old = {"definition": "d", "workload": {"uuid": "u2"}, "solution": "s", "evaluation": {"status": "PASSED", "performance": {"latency_ms": 0.2, "sol_ms": 0.1}}}
+    path = tmp_path / "traces.jsonl"
+    for data in (new, old):
+        append_jsonl(path, Trace.model_validate(data).to_json_dict())
+    first, second = load_traces(path)
+    assert first.to_json_dict() == new and second.to_json_dict() == old  # nothing added to an old trace
+    assert first.evaluation.performance.sol_roofline_ms == 0.000123 and first.evaluation.performance.sol_floor_applied is True
+    older = second.evaluation.performance
+    assert older.sol_ms == 0.1 and older.sol_roofline_ms is None and older.sol_floor_ms is None and older.sol_floor_applied is None
+
+
 def test_minimal_trace_and_defaults():
     trace = Trace.model_validate({"definition": "d", "workload": {"uuid": "u"}})
     assert trace.solution is None and trace.evaluation is None

@@ -106,3 +106,23 @@ def test_bundled_problem_categories():
     backward = categories_of(problems["layernorm_backward_gpt2_medium"])
     assert backward["direction"] == "backward" and backward["op_type"] == problems["layernorm_backward_gpt2_medium"].definition.op_type
     assert categories_of(problems["fp8_gemm_llama3_8b_down_proj"])["precision"].startswith("float8")
+
+
+def test_the_score_records_what_t_sol_is_made_of_and_the_summary_says_how_it_was_priced():
+    from solbench.score.run_summary import build_summary
+
+    floored = make_trace("p1", "s", "w1", latency=2.0, sol=1.0)
+    floored.evaluation.performance = floored.evaluation.performance.model_copy(
+        update={"sol_roofline_ms": 0.25, "sol_floor_ms": 1.0, "sol_floor_applied": True})
+    row = score_workload(floored, entry("p1", "w1", 5.0, sol=0.25))
+    assert (row.sol_ms, row.sol_roofline_ms, row.sol_floor_ms) == (1.0, 0.25, 1.0)  # the trace's T_SOL (the check's), not the entry's
+    assert row.score == pytest.approx(1 / (1 + 1 / 4))
+    unfloored = make_trace("p1", "s", "w2", latency=2.0, sol=0.25)
+    unfloored.evaluation.performance = unfloored.evaluation.performance.model_copy(
+        update={"sol_roofline_ms": 0.25, "sol_floor_ms": 1.0, "sol_floor_applied": False})
+    summary = build_summary([floored, unfloored], {}, None, None, "cpu", lambda t: "", created="now", sol_floor=False)
+    assert summary.sol_floor is False
+    assert any("roofline alone (--no-sol-floor)" in note for note in summary.notes)
+    assert any(note.startswith("T_SOL mixed") for note in summary.notes)
+    assert not any("T_SOL mixed" in note for note in build_summary([floored], {}, None, None, "cpu", lambda t: "", created="now").notes)
+    assert type(summary).model_validate(summary.to_json_dict()).workloads[0].sol_roofline_ms == 0.25

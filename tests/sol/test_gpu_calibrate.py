@@ -28,3 +28,16 @@ def test_measured_ceilings_are_below_the_datasheet_and_plausible(tmp_path: Path)
 
     path.write_text(yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False))
     assert get_hardware(str(path)).name == spec.name
+
+
+def test_latency_floors_are_short_positive_and_the_dram_one_is_the_longer():
+    from solbench.sol.calibrate import measure_floors
+
+    floors = measure_floors("cuda", launches=300)
+    launch, dram = floors["launch_floor_s"], floors["dram_latency_floor_s"]
+    assert 0 < launch <= dram < 50e-6
+    base = default_base_for("cuda")
+    assert base is not None
+    spec = calibrated_spec(base, "cuda", {**measure("cuda", size_scale=0.05, repeats=2, floors=False), **floors})
+    assert spec.launch_floor_s == pytest.approx(launch, rel=1e-3) and spec.dram_latency_floor_s == pytest.approx(dram, rel=1e-3)
+    assert spec.calibration["measured"]["dram_latency_floor_s"] == pytest.approx(dram, rel=1e-3)

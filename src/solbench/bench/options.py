@@ -34,6 +34,7 @@ class EvalOptions:
     hardware: str | None = None  # spec for T_SOL; default: matched from the GPU's name
     clock_mhz: float | None = None  # price T_SOL at this SM clock (a locked-clock run); None: the spec's boost clock
     policy: str = "auto"
+    sol_floor: bool = True  # T_SOL = max(roofline, the hardware's latency floor); False: the roofline alone (bounds published without a floor)
     input_profile: str = "auto"  # how undeclared random inputs are drawn: auto | plain | sol-execbench (solbench.data.profiles)
     cache_root: Path = field(default_factory=lambda: DEFAULT_CACHE)
     # inductor and Triton caches shared by trusted torch.compile candidates (and the run's compiles ahead):

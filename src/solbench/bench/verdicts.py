@@ -114,8 +114,16 @@ def faster_than_sol(performance: Performance | None, hardware: str) -> str | Non
     if not below_sol_margin(performance.latency_ms, performance.sol_ms, performance.latency_iqr_ms):
         return None
     return (f"REWARD_HACK [faster-than-sol]: median {performance.latency_ms:.6g} ms is below T_SOL {performance.sol_ms:.6g} ms "
-            f"of {hardware} by more than its IQR ({performance.latency_iqr_ms or 0:.3g} ms) plus the bound's uncertainty "
-            f"({BOUND_UNCERTAINTY:.0%}); kept for audit")
+            f"of {hardware}{_sol_parts(performance)} by more than its IQR ({performance.latency_iqr_ms or 0:.3g} ms) plus the bound's "
+            f"uncertainty ({BOUND_UNCERTAINTY:.0%}); kept for audit")
+
+
+def _sol_parts(performance: Performance) -> str:
+    """What T_SOL is made of, where the trace says: the latency floor when it sets T_SOL."""
+    roofline, floor = performance.sol_roofline_ms, performance.sol_floor_ms
+    if roofline is None or floor is None or not performance.sol_floor_applied or floor <= roofline:
+        return ""
+    return f" (its latency floor; the roofline is {roofline:.6g} ms)"
 
 
 def held_out_near_miss(status: Status, correctness: Correctness | None, log: list[str]) -> Status:

@@ -98,7 +98,7 @@ def check_problem(problem: Problem, options: EvalOptions, solutions: Iterable[So
         def sol_ms(workload: Workload) -> float | None:
             from solbench.sol.api import sol_time_ms
 
-            return sol_time_ms(problem, workload, spec, options.policy, captures) if spec is not None else None
+            return sol_time_ms(problem, workload, spec, options.policy, captures, floor=options.sol_floor) if spec is not None else None
 
         checks = {check.workload: check for check in time_trusted(problem, options, compile_modes, chosen, compile_workloads, sol_ms)}
     else:

@@ -88,6 +88,7 @@ def _main(
 
 
 SynthesizeOption = Annotated[bool, typer.Option("--synthesize-missing-blobs", help="Draw safetensors inputs whose file is absent from the definition (valid index pointers and indices); every trace says so.")]
+SolFloorOption = Annotated[bool, typer.Option("--sol-floor/--no-sol-floor", help="T_SOL = max(roofline, the hardware's latency floor: the shortest span of a kernel on the chip; the default), or the roofline alone, as bounds published without a floor are. Scores and the faster-than-sol check use the same T_SOL.")]
 ClockOption = Annotated[Optional[float], typer.Option("--clock", help="SM clock in MHz at which to price T_SOL (compute peaks scale with it; the spec's peaks hold at its boost clock). With --lock-clocks, the clock to lock.", min=1)]
 TABLE_LIMIT = 30  # validate lists every item in a table up to this many; a whole dataset gets a line per subset
 

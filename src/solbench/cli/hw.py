@@ -43,7 +43,7 @@ def hw_calibrate(
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
     scale: Annotated[float, typer.Option(help="Scale of the test sizes (smaller is faster, less exact).")] = 1.0,
 ) -> None:
-    """Measure attainable ceilings here and save a spec derived from the datasheet entry."""
+    """Measure attainable ceilings (and, on a GPU, the latency floors) here and save a spec derived from the datasheet entry."""
     import torch
     import yaml
 
@@ -59,7 +59,12 @@ def hw_calibrate(
     target = output or USER_HARDWARE_DIR / f"{spec.name.lower()}.yaml"
     write_text_safely(target, yaml.safe_dump(spec.model_dump(mode="json"), sort_keys=False), overwrite=force)
     for key, value in measured.items():
-        console.print(f"{key:>14}: {value:10.3f} {'TB/s' if key.endswith('tbps') else 'TFLOP/s'}")
+        if key.endswith("_s"):  # the latency floors
+            console.print(f"{key:>20}: {value * 1e6:10.3f} µs")
+        else:
+            console.print(f"{key:>20}: {value:10.3f} {'TB/s' if key.endswith('tbps') else 'TFLOP/s'}")
+    if device.startswith("cuda") and not any(key.endswith("_s") for key in measured):
+        error_console.print("latency floors not measured (no CUPTI here: pip install cupti-python); kept from the base spec")
     console.print(f"saved {spec.name} to {target}")
 
 

@@ -7,7 +7,8 @@ from typing import Annotated, Any, Iterator, Optional
 
 import typer
 
-from .app import ClockOption, PathsArgument, SynthesizeOption, _default_paths, _evaluation_options, _print_issue, _progress_line, app, console, reports_user_errors
+from .app import (ClockOption, PathsArgument, SolFloorOption, SynthesizeOption, _default_paths, _evaluation_options, _print_issue, _progress_line, app,
+                  console, reports_user_errors)
 from .workloads import choose_workloads as _choose_workloads
 
 
@@ -23,6 +24,7 @@ def sol(
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Also append each workload's result to this JSONL file as it is known.")] = None,
     synthesize_missing_blobs: SynthesizeOption = False,
     clock: ClockOption = None,
+    sol_floor: SolFloorOption = True,
     verify: Annotated[bool, typer.Option("--verify", help="On a GPU: time the eager reference, torch.compile and any --solutions through the evaluator and list every workload faster than T_SOL.")] = False,
     solutions: Annotated[Optional[list[Path]], typer.Option("--solutions", help="With --verify: solution files (or folders of them) timed as well.")] = None,
     compile_mode: Annotated[Optional[list[str]], typer.Option("--compile-mode", help="With --verify: torch.compile modes to time (default: default; 'none' for none).")] = None,
@@ -34,14 +36,14 @@ def sol(
     problem_timeout: Annotated[float, typer.Option("--problem-timeout", help="Seconds one problem's analysis may take before it is stopped (one line on stderr; 0: no limit).", min=0)] = 60.0,
     max_memory_gb: Annotated[float, typer.Option("--max-memory-gb", help="Resident memory (GB) a worker process may use before its problem is stopped (with --jobs 2 or more; 0: no cap).", min=0)] = 4.0,
 ) -> None:
-    """Speed-of-light bounds of each workload: FLOPs by unit, bytes, unfused/fused/cache-aware times.
-    Results stream out problem by problem as each is done; a problem that fails, or is stopped at its time or memory
+    """Speed-of-light bounds of each workload: FLOPs by unit, bytes, unfused/fused/cache-aware (roofline) times, the
+    hardware's latency floor and T_SOL = max(roofline, floor). Results stream out problem by problem as each is done; a problem that fails, or is stopped at its time or memory
     budget, is one line on stderr, the others go on."""
     import json
 
     if verify:
         _verify_bounds(_default_paths(paths), hardware, policy, clock, solutions or [], compile_mode, workloads, output, as_json, synthesize_missing_blobs,
-                       budget, compile_workloads, in_evaluator, workload)
+                       budget, compile_workloads, in_evaluator, workload, sol_floor)
         return
 
     from solbench.sol.api import default_jobs, iter_problem_analyses
@@ -57,13 +59,15 @@ def sol(
     spec = get_hardware(hardware or default_hardware_name())
     if clock:
         spec = spec.at_clock(clock)
+    if not as_json:  # JSON rows carry it: t_floor_ms, floor (not-in-spec where the spec has none), floor_applied
+        console.print(floor_line(spec, sol_floor), style="dim", markup=False, highlight=False)
     paths = _default_paths(paths)
     if jobs == 0:
         jobs = 1 if explain else default_jobs(sum(1 for path in paths for _ in (path.rglob("definition.json") if path.is_dir() else [path])))
     limits = Limits(timeout_s=problem_timeout or None, max_memory_bytes=int(max_memory_gb * (1 << 30)) or None)
     failures = 0
     analyses = iter_problem_analyses(paths, spec, policy, workload, progress=not as_json, synthesize_missing_blobs=synthesize_missing_blobs,
-                                     jobs=jobs, keep_nodes=explain, limits=limits)
+                                     jobs=jobs, keep_nodes=explain, limits=limits, floor=sol_floor)
     for done in _or_spec_error(analyses):
         items = [done] if isinstance(done, Issue) else done.items
         for item in items:
@@ -81,6 +85,17 @@ def sol(
             _print_problem_tables([item for item in items if not isinstance(item, Issue)], explain)
     if failures:
         raise typer.Exit(1)
+
+
+def floor_line(spec: Any, applied: bool) -> str:
+    """One line on the latency floor of a spec, and whether T_SOL takes it into account."""
+    if not spec.has_floor:
+        return (f"{spec.name} has no latency floor (launch_floor_s and dram_latency_floor_s are 0: not measured, or a spec from before "
+                "the floors): T_SOL is the roofline alone; `solbench hw calibrate` measures them")
+    floors = f"launch {spec.launch_floor_s * 1e6:.3g} µs, DRAM latency {spec.latency_floor_s(reads_dram=True) * 1e6:.3g} µs"
+    if not applied:
+        return f"{spec.name} latency floors ({floors}) shown, not applied (--no-sol-floor): T_SOL is the roofline alone"
+    return f"{spec.name} latency floors: {floors}; T_SOL = max(roofline, floor)"
 
 
 def _or_spec_error(analyses: Iterator[Any]) -> Iterator[Any]:
@@ -112,7 +127,8 @@ def _print_problem_tables(results: list[Any], explain: bool) -> None:
 
 def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: float | None, solution_paths: list[Path],
                    compile_modes: list[str] | None, workloads: str, output: Path | None, as_json: bool, synthesize: bool,
-                   budget: float = 1.0, compile_workloads: str = "spread:1", in_evaluator: bool = False, only: list[str] | None = None) -> None:
+                   budget: float = 1.0, compile_workloads: str = "spread:1", in_evaluator: bool = False, only: list[str] | None = None,
+                   sol_floor: bool = True) -> None:
     """`solbench sol --verify`: measured times against T_SOL (see solbench.bench.verify)."""
     import json
 
@@ -139,7 +155,7 @@ def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: 
     modes = [m for m in (compile_modes or ["default"]) if m != "none"]
     spec = spec_for_run(hardware, device, clock)
     options = _evaluation_options("cuda", 1, 300.0, 600.0, None, hardware or (spec.name if spec else None), False, True, policy,
-                                  clock_mhz=clock, budget_s=budget, min_iterations=10, verify_timed=1)
+                                  clock_mhz=clock, budget_s=budget, min_iterations=10, verify_timed=1, sol_floor=sol_floor)
     checks = []
     broken = 0
     for problem in problems:
@@ -167,7 +183,7 @@ def _verify_bounds(paths: list[Path], hardware: str | None, policy: str, clock: 
                 print(json.dumps(check.to_json()), flush=True)
             if check.violated:
                 workload = problem.workload(check.workload)
-                result = analyze(problem, workload, spec, policy_for(problem, policy))
+                result = analyze(problem, workload, spec, policy_for(problem, policy), floor=sol_floor)
                 console.print(f"VIOLATION {problem.name}/{check.workload[:8]}: {check.fastest[0]} ran {check.fastest[1]:.4g} ms, "
                               f"T_SOL {check.sol_ms:.4g} ms (ratio {check.ratio:.3f})", style="red", markup=False)
                 console.print(explain_table(result))

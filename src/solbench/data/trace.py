@@ -38,7 +38,12 @@ class Performance(SpecModel):
     latency_ms: float | None = None
     latency_iqr_ms: float | None = None
     reference_latency_ms: float | None = None
-    sol_ms: float | None = None
+    sol_ms: float | None = None  # T_SOL as the score and the faster-than-sol check use it
+    # what T_SOL is made of (absent in traces from before the latency floor): the cache-aware roofline, the
+    # hardware's latency floor for this workload (0: none), and whether sol_ms is their max (else the roofline alone)
+    sol_roofline_ms: float | None = None
+    sol_floor_ms: float | None = None
+    sol_floor_applied: bool | None = None
     score: float | None = None
     timing_method: str | None = None
     iterations: int | None = None

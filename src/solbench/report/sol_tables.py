@@ -30,21 +30,34 @@ def milliseconds(seconds: float) -> str:
     return format_seconds(seconds)
 
 
+_FLOOR_LABEL = {"dram-latency": "DRAM", "launch": "launch", "no-device-work": "no work", "not-in-spec": "not in spec"}
+
+
 def sol_table(results: list[SolResult]) -> Table:
+    """T_SOL per workload beside what it is made of: the (cache-aware) roofline and the latency floor."""
     hardware = ", ".join(sorted({r.hardware for r in results}))
     policies = ", ".join(sorted({r.policy for r in results}))
-    table = Table(title=Text(f"speed of light on {hardware} ({policies} precision)"))
+    unfloored = " (floor not applied: roofline alone)" if not all(r.floor_applied for r in results) else ""
+    table = Table(title=Text(f"speed of light on {hardware} ({policies} precision){unfloored}"))
     for column, justify in (("problem", "left"), ("workload", "left"), ("FLOPs by unit", "left"), ("bytes fused", "right"),
-                            ("unfused", "right"), ("fused", "right"), ("T_SOL", "right"), ("bottleneck", "left")):
+                            ("unfused", "right"), ("fused", "right"), ("roofline", "right"), ("floor", "right"), ("T_SOL", "right"),
+                            ("bottleneck", "left")):
         table.add_column(column, justify=justify, overflow="fold")
     for result in results:
         units = ", ".join(f"{_SHORT_UNIT.get(u, u)} {quantity(f)}" for u, f in sorted(result.flops_by_unit.items(), key=lambda x: -x[1]) if f)
-        bottleneck = Text(result.bottleneck + (" (partial)" if result.partial else ""))
+        bottleneck = Text(("latency floor" if result.floor_bound else result.bottleneck) + (" (partial)" if result.partial else ""))
         table.add_row(
             Text(result.problem), Text(result.workload), units or "0", quantity(result.bytes_fused, "B"),
-            milliseconds(result.t_unfused_s), milliseconds(result.t_fused_s), milliseconds(result.t_sol_s), bottleneck,
+            milliseconds(result.t_unfused_s), milliseconds(result.t_fused_s), milliseconds(result.t_roofline_s), floor_cell(result),
+            milliseconds(result.t_sol_s), bottleneck,
         )
     return table
+
+
+def floor_cell(result: SolResult) -> str:
+    """The latency floor and which it is ("896 ns (DRAM)"); only the kind where there is none."""
+    label = _FLOOR_LABEL.get(result.floor, result.floor)
+    return f"{milliseconds(result.t_floor_s)} ({label})" if result.t_floor_s > 0 else f"– ({label})"
 
 
 def explain_table(result: SolResult) -> Table:
@@ -94,6 +107,8 @@ def hardware_details(spec: HardwareSpec) -> Table:
         table.add_row(unit, f"{peak:g}" if peak is not None else "-", f"{strict / 1e12:g} ({strict_how})", f"{relaxed / 1e12:g} ({relaxed_how})")
     table.caption = (
         f"DRAM {spec.dram.capacity_gb:g} GB at {spec.dram.bandwidth_tbps:g} TB/s; on chip {spec.on_chip_bytes / 1e6:.1f} MB "
-        f"(L2 {spec.on_chip.l2_bytes / 2**20:g} MiB + per-SM shared memory and registers)"
+        f"(L2 {spec.on_chip.l2_bytes / 2**20:g} MiB + per-SM shared memory and registers); latency floors: "
+        + (f"launch {format_seconds(spec.launch_floor_s)}, DRAM {format_seconds(spec.latency_floor_s(reads_dram=True))}" if spec.has_floor
+           else "none (not measured: T_SOL is the roofline alone)")
     )
     return table

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Callable, Iterable
 
 from solbench.data.hidden import is_held_out
-from solbench.data.trace import Status, Trace
+from solbench.data.trace import Performance, Status, Trace
 from solbench.score.baselines import BaselineEntry
 from solbench.score.formula import FASTER_THAN_SOL, fast_p, geomean, mean, median, ratio, reclaimed, sol_score
 from solbench.score.summary import ProblemScore, SuiteScore, WorkloadScore
@@ -16,12 +16,22 @@ from solbench.score.summary import ProblemScore, SuiteScore, WorkloadScore
 BEST_OF_K = "best-of-k"
 
 
+def sol_of(performance: Performance | None, entry: BaselineEntry | None) -> tuple[float | None, float | None, float | None]:
+    """T_SOL for the score, with its roofline and floor: the trace's own, which is the one the evaluator's
+    faster-than-sol check used (priced as the run's --sol-floor said); else the baseline entry's."""
+    if performance is not None and performance.sol_ms is not None:
+        return performance.sol_ms, performance.sol_roofline_ms, performance.sol_floor_ms
+    if entry is not None:
+        return entry.sol_ms, entry.sol_roofline_ms, entry.sol_floor_ms
+    return None, None, None
+
+
 def score_workload(trace: Trace, entry: BaselineEntry | None, solution_set: str | None = None) -> WorkloadScore:
     """One trace scored against its workload's baseline; also sets the trace's `performance.score`."""
     evaluation = trace.evaluation
     performance = evaluation.performance
     latency = performance.latency_ms if performance is not None else None
-    sol_ms = performance.sol_ms if performance is not None and performance.sol_ms is not None else (entry.sol_ms if entry else None)
+    sol_ms, roofline_ms, floor_ms = sol_of(performance, entry)
     baseline_ms = entry.baseline_ms if entry else None
     reference_ms = entry.reference_ms if entry else None
     correct = evaluation.status == Status.PASSED
@@ -35,7 +45,7 @@ def score_workload(trace: Trace, entry: BaselineEntry | None, solution_set: str 
     timed = latency if correct else None
     return WorkloadScore(
         problem=trace.definition, solution=trace.solution or "", workload=trace.workload.uuid, status=evaluation.status.value,
-        latency_ms=latency, sol_ms=sol_ms, baseline_ms=baseline_ms, baseline_candidate=entry.candidate if entry else None,
+        latency_ms=latency, sol_ms=sol_ms, sol_roofline_ms=roofline_ms, sol_floor_ms=floor_ms, baseline_ms=baseline_ms, baseline_candidate=entry.candidate if entry else None,
         reference_ms=reference_ms, score=value.score, speedup_vs_reference=ratio(reference_ms, timed), speedup_vs_baseline=ratio(baseline_ms, timed),
         reclaimed=reclaimed(reference_ms, timed, sol_ms), flags=sorted(set(flags)), solution_set=solution_set,
     )

@@ -60,7 +60,9 @@ class BaselineEntry(SpecModel):
     baseline_ms: float | None = None  # T_b
     candidate: str | None = None  # which candidate set T_b
     reference_ms: float | None = None  # the eager reference's time
-    sol_ms: float | None = None
+    sol_ms: float | None = None  # T_SOL as its candidates' traces priced it
+    sol_roofline_ms: float | None = None  # what T_SOL is made of (absent in entries from before the latency floor)
+    sol_floor_ms: float | None = None
     verdict: str = NO_BASELINE
     created: str = ""
     candidates: list[CandidateResult] = Field(default_factory=list)
@@ -186,13 +188,14 @@ def candidate_result(name: str, trace: Trace) -> CandidateResult:
                            trace_id=trace_id(trace), detail=detail)
 
 
-def make_entry(problem: Problem, workload: str, results: list[CandidateResult], sol_ms: float | None) -> BaselineEntry:
-    """T_b of one workload from its candidates' outcomes, with its verdict."""
+def make_entry(problem: Problem, workload: str, results: list[CandidateResult], sol_ms: float | None, *, roofline_ms: float | None = None,
+               floor_ms: float | None = None) -> BaselineEntry:
+    """T_b of one workload from its candidates' outcomes, with its verdict (T_SOL's roofline and floor recorded beside it)."""
     timed = [r for r in results if r.latency_ms is not None]
     best = min(timed, key=lambda r: r.latency_ms) if timed else None
     eager = next((r for r in results if r.name == EAGER), None)
     entry = BaselineEntry(problem=problem.name, workload=workload, definition_hash=definition_hash(problem), created=now(), candidates=results,
-                          sol_ms=sol_ms, reference_ms=eager.latency_ms if eager else None)
+                          sol_ms=sol_ms, sol_roofline_ms=roofline_ms, sol_floor_ms=floor_ms, reference_ms=eager.latency_ms if eager else None)
     if best is not None:
         entry.baseline_ms, entry.candidate = best.latency_ms, best.name
     entry.verdict = verdict(entry.baseline_ms, sol_ms)

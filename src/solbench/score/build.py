@@ -90,7 +90,7 @@ def put_entries(store: BaselineFile, store_path: Path, results: list[JobResult],
     """The entries of one problem from the results of all its candidate jobs (its traces recorded beside
     the store, its errors and eager traces added to outcome); how many entries were put."""
     by_workload: dict[tuple[str, str], list[CandidateResult]] = {}
-    sol: dict[tuple[str, str], float] = {}
+    sol: dict[tuple[str, str], tuple[float, float | None, float | None]] = {}  # T_SOL, its roofline and floor
     problems = {result.job.problem.name: result.job.problem for result in results}
     for result in results:
         job = result.job
@@ -103,7 +103,7 @@ def put_entries(store: BaselineFile, store_path: Path, results: list[JobResult],
             by_workload.setdefault(key, []).append(candidate_result(job.tag, trace))
             performance = trace.evaluation.performance
             if performance is not None and performance.sol_ms is not None:
-                sol.setdefault(key, performance.sol_ms)
+                sol.setdefault(key, (performance.sol_ms, performance.sol_roofline_ms, performance.sol_floor_ms))
             if job.tag == EAGER:
                 outcome.eager_traces[key] = trace
         for workload in job.workloads:
@@ -111,5 +111,6 @@ def put_entries(store: BaselineFile, store_path: Path, results: list[JobResult],
                 by_workload.setdefault((job.problem.name, workload.uuid), []).append(
                     CandidateResult(name=job.tag, solution=job.solution.name, status="NOT_RUN", detail=result.error or "no trace"))
     for (problem, workload), candidates in by_workload.items():
-        store.put(make_entry(problems[problem], workload, candidates, sol.get((problem, workload))))
+        sol_ms, roofline_ms, floor_ms = sol.get((problem, workload), (None, None, None))
+        store.put(make_entry(problems[problem], workload, candidates, sol_ms, roofline_ms=roofline_ms, floor_ms=floor_ms))
     return len(by_workload)

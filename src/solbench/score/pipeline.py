@@ -212,7 +212,8 @@ class RunState:
         problems = {problem.name: problem for problem, _ in inputs.selection}
         summary = build_summary(traces, problems, store, inputs.spec, inputs.device, lambda t: self.sets.get((t.definition, t.solution or ""), ""),
                                 policy=inputs.options.policy, created=self.created, wall_s=round(time.monotonic() - self.started, 3),
-                                notes=[*inputs.notes, *self.errors], baselines=relative, work_cache=self.work_cache)
+                                notes=[*inputs.notes, *self.errors], baselines=relative, work_cache=self.work_cache,
+                                sol_floor=inputs.options.sol_floor)
         summary.phases_s = {phase: round(seconds, 3) for phase, seconds in self.phases.items()}
         chosen = {problem.name: {w.uuid for w in workloads} for problem, workloads in inputs.selection}
         summary.baseline_failures = candidate_failures(store, chosen) if store is not None else []

@@ -25,7 +25,9 @@ class WorkloadScore(SpecModel):
     workload: str  # the workload's uuid
     status: str  # Status value of the trace
     latency_ms: float | None = None  # T_k
-    sol_ms: float | None = None  # T_SOL
+    sol_ms: float | None = None  # T_SOL, as the score and the faster-than-sol check use it
+    sol_roofline_ms: float | None = None  # its roofline and the hardware's latency floor (from the trace; None in older ones)
+    sol_floor_ms: float | None = None
     baseline_ms: float | None = None  # T_b
     baseline_candidate: str | None = None  # which candidate set T_b (eager, compile-default, ..., or a baseline solution's name)
     reference_ms: float | None = None  # the eager reference's time on this workload
@@ -96,6 +98,7 @@ class RunSummary(SpecModel):
 
     created: str  # ISO 8601 time
     hardware: str | None = None  # the spec T_SOL was priced on
+    sol_floor: bool | None = None  # T_SOL = max(roofline, latency floor); False: the roofline alone (--no-sol-floor); None: not recorded
     device: str  # cpu, cuda:0, ...
     versions: dict[str, str] = Field(default_factory=dict)  # solbench, torch, triton, cuda, driver
     roofs: dict[str, float] = Field(default_factory=dict)  # for roofline plots: "dram_tbps" and "<unit>_tflops" of the spec used

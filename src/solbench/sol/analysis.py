@@ -6,7 +6,12 @@ FLOPs / rate over the execution units (they run concurrently):
 - fused: one kernel; DRAM traffic is the problem's inputs as far as they are read, plus its outputs;
 - cache-aware: fused, plus what contractions must re-read when their operands do not fit on chip,
   plus a second pass over any slice that a softmax or norm needs whole and that does not fit.
-T_SOL is the cache-aware bound.
+The roofline time is the cache-aware bound. T_SOL = max(roofline, latency floor): no call on the chip,
+however little it does, takes less than its latency floor (HardwareSpec.latency_floor_s): the DRAM
+latency floor where the workload reads input bytes (inputs are in DRAM: the L2 is flushed before each
+timed call), the launch floor where it only writes or computes, none where it does nothing on the
+device. `floor_applied` False (`--no-sol-floor`) makes T_SOL the roofline alone, as bounds published
+without a floor are.
 """
 
 from __future__ import annotations
@@ -43,14 +48,26 @@ class SolResult:
     notes: list[str] = field(default_factory=list)
     rate_notes: dict[str, str] = field(default_factory=dict)
     bytes_on_chip: float = 0.0  # output bytes priced at the on-chip write rate (they fit in the L2)
+    t_floor_s: float = 0.0  # the hardware's latency floor for this workload (0: none, or the spec has none)
+    floor: str = "not-in-spec"  # which floor applies: dram-latency, launch, no-device-work or not-in-spec (see latency_floor)
+    floor_applied: bool = True  # whether T_SOL takes the floor into account (False: the roofline alone)
 
     @property
     def flops(self) -> float:
         return sum(self.flops_by_unit.values())
 
     @property
-    def t_sol_s(self) -> float:
+    def t_roofline_s(self) -> float:
         return self.t_cache_aware_s
+
+    @property
+    def t_sol_s(self) -> float:
+        return max(self.t_roofline_s, self.t_floor_s) if self.floor_applied else self.t_roofline_s
+
+    @property
+    def floor_bound(self) -> bool:
+        """T_SOL is the floor, not the roofline."""
+        return self.floor_applied and self.t_floor_s > self.t_roofline_s
 
     @property
     def partial(self) -> bool:
@@ -76,8 +93,13 @@ class SolResult:
             "t_unfused_ms": self.t_unfused_s * 1e3,
             "t_fused_ms": self.t_fused_s * 1e3,
             "t_cache_aware_ms": self.t_cache_aware_s * 1e3,
+            "t_roofline_ms": self.t_roofline_s * 1e3,
+            "t_floor_ms": self.t_floor_s * 1e3,
+            "floor": self.floor,
+            "floor_applied": self.floor_applied,
             "t_sol_ms": self.t_sol_s * 1e3,
             "bottleneck": self.bottleneck,
+            "floor_bound": self.floor_bound,
             "arithmetic_intensity": self.arithmetic_intensity,
             "uncovered_ops": self.uncovered_ops,
             "partial": self.partial,
@@ -128,14 +150,30 @@ def shared_captures(problem: Problem) -> Captures:
     return found
 
 
-def analyze(problem: Problem, workload: Workload, hardware: HardwareSpec, policy: Policy = "strict", captures: Captures | None = None) -> SolResult:
-    """The bounds of one workload; `captures` (of this problem) lets many workloads share captures."""
+def analyze(problem: Problem, workload: Workload, hardware: HardwareSpec, policy: Policy = "strict", captures: Captures | None = None,
+            floor: bool = True) -> SolResult:
+    """The bounds of one workload; `captures` (of this problem) lets many workloads share captures;
+    `floor` False: T_SOL is the roofline alone."""
     captures = captures if captures is not None else problem_captures(problem)
-    return finish(captures.totals(workload, hardware, policy), problem.name, workload.uuid, hardware, policy)
+    return finish(captures.totals(workload, hardware, policy), problem.name, workload.uuid, hardware, policy, floor)
 
 
-def finish(totals: Totals, problem: str, workload: str, hardware: HardwareSpec, policy: Policy) -> SolResult:
-    """The bounds from a graph's totals: T = max(compute time, memory time) for each."""
+def latency_floor(totals: Totals, hardware: HardwareSpec) -> tuple[float, str]:
+    """The floor that applies to a workload, and which it is: reading input bytes needs DRAM
+    (dram-latency), writing or computing needs a kernel (launch), doing neither needs nothing on the
+    device (no-device-work: a call that launches nothing is timed at 0); not-in-spec where the spec
+    has no value for the floor that applies (0: older specs, chips not measured)."""
+    if totals.bytes_read > 0:
+        floor, which = hardware.latency_floor_s(reads_dram=True), "dram-latency"
+    elif totals.bytes_written > 0 or any(totals.flops.values()):
+        floor, which = hardware.latency_floor_s(reads_dram=False), "launch"
+    else:
+        return 0.0, "no-device-work"
+    return (floor, which) if floor > 0 else (0.0, "not-in-spec")
+
+
+def finish(totals: Totals, problem: str, workload: str, hardware: HardwareSpec, policy: Policy, floor: bool = True) -> SolResult:
+    """The bounds from a graph's totals: T = max(compute time, memory time) for each; and the latency floor."""
     bandwidth = hardware.bandwidth_bytes_per_s
     t_compute, per_unit_time = compute_time(totals.flops, hardware, policy, totals.rate_notes)
     bytes_fused = totals.bytes_read + totals.bytes_written
@@ -152,9 +190,11 @@ def finish(totals: Totals, problem: str, workload: str, hardware: HardwareSpec, 
         bottleneck = max(per_unit_time, key=per_unit_time.get)
     else:
         bottleneck = "memory"
+    t_floor, which = latency_floor(totals, hardware)
     return SolResult(
         problem, workload, hardware.name, policy, dict(totals.flops), totals.bytes_unfused, bytes_fused, bytes_fused + totals.surplus,
         t_compute, totals.t_unfused, t_fused, t_cache, bottleneck, totals.uncovered, totals.reports, totals.notes, totals.rate_notes, on_chip,
+        t_floor, which, floor,
     )
 
 

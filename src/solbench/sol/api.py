@@ -30,18 +30,37 @@ def policy_for(problem: Problem, requested: str = "auto") -> Policy:
     return "relaxed"
 
 
-def sol_time_ms(problem: Problem, workload: Workload, hardware: str | HardwareSpec, policy: str = "auto", captures: Captures | None = None) -> float:
-    """T_SOL in milliseconds: what the scorer needs (`captures` of the problem let workloads share them)."""
+@dataclass(frozen=True)
+class SolTimes:
+    """What a trace records of a workload's bound, in milliseconds."""
+
+    sol_ms: float  # T_SOL: what the score and the faster-than-sol check use
+    roofline_ms: float  # the cache-aware roofline
+    floor_ms: float  # the hardware's latency floor for this workload (0: none)
+    floor_applied: bool  # whether sol_ms = max(roofline, floor), else the roofline alone
+
+
+def sol_times(problem: Problem, workload: Workload, hardware: str | HardwareSpec, policy: str = "auto", captures: Captures | None = None,
+              floor: bool = True) -> SolTimes:
+    """T_SOL, its roofline and its floor (`captures` of the problem let workloads share them; `floor`
+    False: T_SOL is the roofline alone)."""
     spec = get_hardware(hardware) if isinstance(hardware, str) else hardware
-    return analyze(problem, workload, spec, policy_for(problem, policy), captures).t_sol_s * 1e3
+    result = analyze(problem, workload, spec, policy_for(problem, policy), captures, floor)
+    return SolTimes(result.t_sol_s * 1e3, result.t_roofline_s * 1e3, result.t_floor_s * 1e3, result.floor_applied)
+
+
+def sol_time_ms(problem: Problem, workload: Workload, hardware: str | HardwareSpec, policy: str = "auto", captures: Captures | None = None,
+                floor: bool = True) -> float:
+    """T_SOL in milliseconds: what the scorer needs (see sol_times)."""
+    return sol_times(problem, workload, hardware, policy, captures, floor).sol_ms
 
 
 def analyze_paths(paths: Iterable[Path], hardware: HardwareSpec, policy: str = "auto", workloads: list[str] | None = None, progress: bool = False,
-                  synthesize_missing_blobs: bool = False) -> tuple[list[SolResult], list[Issue]]:
+                  synthesize_missing_blobs: bool = False, floor: bool = True) -> tuple[list[SolResult], list[Issue]]:
     """Analyse everything the paths hold; a problem that fails gets one issue, the others still run."""
     results: list[SolResult] = []
     failures: list[Issue] = []
-    for item in iter_analyses(paths, hardware, policy, workloads, progress, synthesize_missing_blobs):
+    for item in iter_analyses(paths, hardware, policy, workloads, progress, synthesize_missing_blobs, floor=floor):
         (failures if isinstance(item, Issue) else results).append(item)
     return results, failures
 
@@ -58,24 +77,24 @@ class ProblemAnalysis:
 
 def iter_analyses(paths: Iterable[Path], hardware: HardwareSpec, policy: str = "auto", workloads: list[str] | None = None, progress: bool = False,
                   synthesize_missing_blobs: bool = False, jobs: int = 1, keep_nodes: bool = True, limits: Limits | None = None,
-                  ordered: bool = True) -> Iterator[SolResult | Issue]:
+                  ordered: bool = True, floor: bool = True) -> Iterator[SolResult | Issue]:
     """Each workload's result (or the issue that stopped a problem or workload), problem by problem: a
     dataset streams, and one bad problem never stops the others. `ordered` keeps the problems' order
     (a problem done early waits for those before it); else each comes as soon as it is done. See
-    iter_problem_analyses for jobs, keep_nodes and limits."""
-    done = iter_problem_analyses(paths, hardware, policy, workloads, progress, synthesize_missing_blobs, jobs, keep_nodes, limits)
+    iter_problem_analyses for jobs, keep_nodes, limits and floor."""
+    done = iter_problem_analyses(paths, hardware, policy, workloads, progress, synthesize_missing_blobs, jobs, keep_nodes, limits, floor)
     for analysis in (_in_order(done) if ordered else done):
         yield from [analysis] if isinstance(analysis, Issue) else analysis.items
 
 
 def iter_problem_analyses(paths: Iterable[Path], hardware: HardwareSpec, policy: str = "auto", workloads: list[str] | None = None,
                           progress: bool = False, synthesize_missing_blobs: bool = False, jobs: int = 1, keep_nodes: bool = True,
-                          limits: Limits | None = None) -> Iterator[ProblemAnalysis | Issue]:
+                          limits: Limits | None = None, floor: bool = True) -> Iterator[ProblemAnalysis | Issue]:
     """Each problem's analysis as soon as it is done, in the order problems finish (issues of loading
     first). With jobs > 1 problems run in that many worker processes, the costliest-looking first,
     their results without the per-op breakdown unless keep_nodes; a problem over `limits` (default
     Limits(): 60 s, 4 GB) is ended and becomes one issue. With one job they run here, where only the
-    time budget is kept."""
+    time budget is kept. `floor` False: T_SOL is the roofline alone (no latency floor)."""
     limits = limits or Limits()
     problems: list[Problem] = []
     for path in paths:
@@ -83,7 +102,7 @@ def iter_problem_analyses(paths: Iterable[Path], hardware: HardwareSpec, policy:
             yield from loaded.errors
             if loaded.problem is not None:
                 problems.append(loaded.problem)
-    tasks = [(problem, chosen, hardware, policy, keep_nodes) for problem in problems if (chosen := _chosen(problem, workloads))]
+    tasks = [(problem, chosen, hardware, policy, keep_nodes, floor) for problem in problems if (chosen := _chosen(problem, workloads))]
     order = _start_order(tasks) if jobs > 1 else list(range(len(tasks)))
     total = sum(len(task[1]) for task in tasks)
     with _progress(total, enabled=progress and total > 8) as advance, _runner(min(jobs, len(tasks)), limits) as run:
@@ -165,7 +184,7 @@ def _warm_up() -> None:
     workload, _ = parse_model(Workload, {"uuid": "warm-up", "axes": {"N": 64}, "inputs": {"a": {"type": "random"}, "b": {"type": "random"}}})
     assert definition is not None and workload is not None
     problem = Problem(definition, [workload])
-    analyze_problem_workloads((problem, [workload], get_hardware("H200"), "auto", False))
+    analyze_problem_workloads((problem, [workload], get_hardware("H200"), "auto", False, True))
 
 
 def _expected_cost(problem: Problem, workloads: int) -> float:
@@ -201,13 +220,14 @@ class _ReportingCaptures(Captures):
 def analyze_problem_workloads(task: tuple, report: Report | None = None) -> list[SolResult | Issue]:
     """One problem's workloads (small first, so that the first capture is the cheapest), in its own
     order; `report` is told the pass it is in (a problem stopped on its budget is said with it)."""
-    problem, chosen, hardware, policy, keep_nodes = task
+    problem, chosen, hardware, policy, keep_nodes, *rest = task  # and floor (default True)
+    floor = rest[0] if rest else True
     captures = _ReportingCaptures(problem_captures(problem), report or (lambda _: None))
     done: dict[str, SolResult | Issue] = {}
     for number, workload in enumerate(sorted(chosen, key=lambda w: _input_bytes(problem, w)), 1):
         captures.begin(number, len(chosen), workload)
         try:
-            result = analyze(problem, workload, hardware, policy_for(problem, policy), captures)
+            result = analyze(problem, workload, hardware, policy_for(problem, policy), captures, floor)
             if not keep_nodes:
                 result.nodes = []
             done[workload.uuid] = result

@@ -1,14 +1,17 @@
 """Measure attainable ceilings on the local device and derive a hardware spec from them.
 
 On a GPU: DRAM copy and read bandwidth, matmul rate per dtype (bf16, fp16, tf32, fp32 without
-tf32, fp8 through _scaled_mm where supported) by CUDA events. On a CPU (no GPU): memory copy and
-read bandwidth and matmul rates, so that the whole pipeline works without a GPU.
+tf32, fp8 through _scaled_mm where supported) by CUDA events; and the latency floors (the shortest
+CUPTI span of an empty kernel, and of a kernel reading one cache line from DRAM) with the evaluator's
+own timer. On a CPU (no GPU): memory copy and read bandwidth and matmul rates, so that the whole
+pipeline works without a GPU (no floors: a CPU call is timed by the host's clock).
 Measured numbers replace the datasheet's where measured; the rest is kept from the base spec.
 """
 
 from __future__ import annotations
 
 import datetime
+import itertools
 import os
 import platform
 import statistics
@@ -18,6 +21,11 @@ from typing import Any, Callable
 from solbench.sol.hardware import HardwareSpec, get_hardware
 
 GIB = 1024**3
+FLOOR_LAUNCHES = 1000  # launches per latency floor: the floor is the shortest span among them
+FLOORS = ("launch_floor_s", "dram_latency_floor_s")
+FLOOR_BUFFER_BYTES = 64 * 1024**2  # the buffer whose lines the DRAM floor reads, one fresh line per launch
+FLOOR_WARMUP_S = 0.5  # seconds of matmuls before each floor: the GPU at its working clock
+FLOOR_LINE_STEP = 4099  # lines between two launches' lines (prime: the lines visit every channel of the buffer)
 
 
 def _median_seconds(function: Callable[[], Any], synchronize: Callable[[], None], repeats: int, timer: Callable[[Callable[[], Any]], float] | None = None) -> float:
@@ -46,8 +54,80 @@ def _cuda_timer(function: Callable[[], Any]) -> float:
     return start.elapsed_time(end) / 1e3
 
 
-def measure(device: str, size_scale: float = 1.0, repeats: int = 10) -> dict[str, float]:
-    """Ceilings on this device: '<unit>' -> TFLOP/s, 'copy_tbps' and 'read_tbps' -> TB/s."""
+def measure_floors(device: str, launches: int = FLOOR_LAUNCHES) -> dict[str, float]:
+    """The latency floors of a CUDA device, in seconds: 'launch_floor_s', the shortest span of an empty
+    kernel, and 'dram_latency_floor_s', the shortest span of a kernel that reads one 128-byte line which
+    the L2 does not hold (the L2 is flushed before each launch, as the evaluator flushes it before each
+    timed call). Each launch reads a fresh line of a large buffer: DRAM latency differs between
+    addresses (by ~65 ns on an H200), and the floor must be the least of them. Spans are CUPTI's,
+    through the evaluator's own timer (solbench.bench.timing), so that a floor is in the units solutions
+    are timed in. Empty without CUPTI: CUDA events also time the host's launch, and a floor from them
+    could exceed a CUPTI-timed span."""
+    import torch
+
+    from solbench.bench.timing import CacheFlusher, CuptiTimer
+
+    try:
+        timer = CuptiTimer()
+    except Exception:  # noqa: BLE001 - no CUPTI here: no floors measured (the base spec's are kept)
+        return {}
+    try:
+        from solbench.sol import floor_kernels
+
+        flush = CacheFlusher(device)
+        lines = FLOOR_BUFFER_BYTES // (4 * floor_kernels.LINE_FLOATS)
+        source = torch.ones(lines * floor_kernels.LINE_FLOATS, device=device)
+        target = torch.empty(floor_kernels.LINE_FLOATS, device=device)
+        launched = itertools.count(1)
+
+        def fresh_line() -> None:
+            line = next(launched) * FLOOR_LINE_STEP % lines
+            floor_kernels.launch_one_line(source[line * floor_kernels.LINE_FLOATS:], target)
+
+        found = {
+            "launch_floor_s": _shortest_span(device, lambda: floor_kernels.launch_empty(target), timer, launches),
+            "dram_latency_floor_s": _shortest_span(device, fresh_line, timer, launches, flush),
+        }
+    finally:
+        timer.close()
+    return {name: value for name, value in found.items() if value > 0}
+
+
+def _raise_clocks(device: str, seconds: float = FLOOR_WARMUP_S) -> None:
+    """Keep the GPU busy for a moment: an idle GPU runs at a low clock, and its kernels start later (an
+    empty kernel's span read 0.543 µs from idle and 0.511 µs after matmuls on an H200), but a floor must
+    be the least span a solution can see."""
+    import torch
+
+    a = torch.randn(2048, 2048, device=device, dtype=torch.bfloat16)
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        for _ in range(8):
+            a @ a
+        torch.cuda.synchronize()
+
+
+def _shortest_span(device: str, call: Callable[[], Any], timer: Any, launches: int, before: Callable[[], None] | None = None) -> float:
+    """The shortest device span of `call` over `launches` timed launches (`before` runs untimed ahead of
+    each), in seconds; 0 when no launch left an activity record."""
+    import torch
+
+    call()  # compiles and loads the kernel
+    torch.cuda.synchronize()
+    _raise_clocks(device)
+    spans = []
+    for _ in range(launches):
+        if before is not None:
+            before()
+            torch.cuda.synchronize()
+        spans.append(timer.measure(call))
+    recorded = [span for span in spans if span > 0]
+    return min(recorded) / 1e3 if recorded else 0.0
+
+
+def measure(device: str, size_scale: float = 1.0, repeats: int = 10, floors: bool = True) -> dict[str, float]:
+    """Ceilings on this device: '<unit>' -> TFLOP/s, 'copy_tbps' and 'read_tbps' -> TB/s; on CUDA (with
+    `floors`) also the latency floors in seconds (measure_floors)."""
     import torch
 
     cuda = device.startswith("cuda")
@@ -90,6 +170,8 @@ def measure(device: str, size_scale: float = 1.0, repeats: int = 10) -> dict[str
             found["tensor_fp8"] = 2 * n**3 / seconds / 1e12
         except (RuntimeError, AttributeError):
             pass
+        if floors:
+            found.update(measure_floors(device))
     return found
 
 
@@ -100,7 +182,7 @@ def calibrated_spec(base: HardwareSpec | None, device: str, measured: dict[str, 
     data = base.model_dump(mode="json")
     peaks = dict(data["peak_tflops"])
     for unit, value in measured.items():
-        if unit in ("copy_tbps", "read_tbps"):
+        if unit in ("copy_tbps", "read_tbps", *FLOORS):
             continue
         if value > 0:  # a rate too small for 3 decimals keeps its significant digits (never 0: a rate divides)
             peaks[unit] = float(f"{value:.4g}") if value < 0.01 else round(value, 3)
@@ -112,13 +194,16 @@ def calibrated_spec(base: HardwareSpec | None, device: str, measured: dict[str, 
     bandwidth = max(measured.get("copy_tbps", 0.0), measured.get("read_tbps", 0.0))
     if bandwidth:
         data["dram"]["bandwidth_tbps"] = round(bandwidth, 4)
+    for name in FLOORS:
+        if measured.get(name, 0.0) > 0:
+            data[name] = float(f"{measured[name]:.4g}")
     data["name"] = f"{base.name}-calibrated"
     data["calibration"] = {
         "date": datetime.date.today().isoformat(),
         "device": _device_name(device),
         "base": base.name,
-        "measured": {k: round(v, 4) for k, v in measured.items()},
-        "note": "peaks replaced by measured ceilings where measured; the rest from the base spec",
+        "measured": {k: float(f"{v:.4g}") if k in FLOORS else round(v, 4) for k, v in measured.items()},
+        "note": "peaks, DRAM bandwidth and latency floors replaced by measured values where measured; the rest from the base spec",
     }
     return HardwareSpec.model_validate(data)
 

@@ -17,6 +17,7 @@ from solbench.data.errors import SpecError, issues_from_validation_error
 
 Policy = Literal["strict", "relaxed"]
 ON_CHIP_WRITE_FACTOR = 2.5  # outputs written into the L2, against the DRAM bandwidth, when a spec names no rate
+MAX_FLOOR_S = 1e-3  # a latency floor is microseconds: a larger value is a unit mistake (floors are in seconds)
 USER_HARDWARE_DIR = Path(os.environ.get("SOLBENCH_HARDWARE_DIR", Path.home() / ".cache" / "solbench" / "hardware"))
 
 # Where a unit is missing on a chip, the next way to do the same work (fp8 without fp8 units runs as fp16).
@@ -61,6 +62,11 @@ class HardwareSpec(BaseModel):
     on_chip: OnChip
     peak_tflops: dict[str, float]
     relaxed_contraction_unit: str = "tensor_bf16"
+    # Latency floors, in seconds: the least time any call takes on the chip, however little it does. T_SOL
+    # is never below the floor that applies (see latency_floor_s). 0 (the default, and what specs written
+    # before the floors existed get): no floor. `solbench hw calibrate` measures both.
+    launch_floor_s: float = Field(0.0, ge=0)  # shortest CUPTI span of an empty kernel
+    dram_latency_floor_s: float = Field(0.0, ge=0)  # shortest CUPTI span of a kernel reading one cache line from DRAM (not L2)
     calibration: dict[str, Any] | None = None
 
     @property
@@ -72,9 +78,20 @@ class HardwareSpec(BaseModel):
         rate = self.on_chip.l2_write_tbps
         return rate * 1e12 if rate is not None else ON_CHIP_WRITE_FACTOR * self.bandwidth_bytes_per_s
 
+    @property
+    def has_floor(self) -> bool:
+        return self.launch_floor_s > 0 or self.dram_latency_floor_s > 0
+
+    def latency_floor_s(self, reads_dram: bool) -> float:
+        """The floor of a call that reads input bytes from DRAM (`reads_dram`: the DRAM latency floor,
+        never below the launch floor), else of one that only launches work (the launch floor). Inputs
+        are always in DRAM: the L2 is flushed before every timed call."""
+        return max(self.launch_floor_s, self.dram_latency_floor_s) if reads_dram else self.launch_floor_s
+
     def at_clock(self, mhz: float) -> HardwareSpec:
         """This spec with its compute peaks at an SM clock of `mhz` (they scale with the clock; the
-        DRAM bandwidth does not). The datasheet peaks hold at boost_clock_ghz."""
+        DRAM bandwidth does not). The datasheet peaks hold at boost_clock_ghz. The latency floors are
+        kept: measured at the chip's own clocks, they are no longer at a lower one."""
         if mhz <= 0:
             raise SpecError(f"a clock must be a positive number of MHz, got {mhz:g}", field="clock")
         factor = mhz / (self.boost_clock_ghz * 1000)
@@ -143,6 +160,10 @@ def load_hardware_file(path: Path) -> HardwareSpec:
     zero = sorted(unit for unit, value in spec.peak_tflops.items() if not value > 0)
     if zero:
         raise SpecError(f"expected a positive rate in TFLOP/s for {', '.join(zero)}", path=path, field="peak_tflops")
+    for name in ("launch_floor_s", "dram_latency_floor_s"):
+        value = getattr(spec, name)
+        if value > MAX_FLOOR_S:
+            raise SpecError(f"expected seconds below {MAX_FLOOR_S:g} (a floor is microseconds, e.g. 2.5e-06), got {value:g}", path=path, field=name)
     return spec
 
 

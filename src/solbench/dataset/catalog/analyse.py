@@ -157,7 +157,8 @@ def characterise_problem(problem: Problem, root: Path, hardware: Any, choice: st
             category=category, category_source=source, direction=direction, direction_source=direction_source,
             sol=SolFacts(workload=workload.uuid, workload_choice=choice, hardware=hardware.name, flops=flops, bytes=moved,
                          intensity=flops / moved if moved else None, bound="memory" if result.bottleneck == "memory" else "compute",
-                         bottleneck=result.bottleneck, t_sol_ms=result.t_sol_s * 1e3, partial=result.partial),
+                         bottleneck=result.bottleneck, t_sol_ms=result.t_sol_s * 1e3, t_roofline_ms=result.t_roofline_s * 1e3,
+                         t_floor_ms=result.t_floor_s * 1e3, partial=result.partial),
             ops=ops, distinct_ops=len(ops), fusion=len(ops) > 1, data_dependent=bool(dependent), data_dependent_ops=dependent, capture=graph.mode,
             capture_note=captures.concrete_only, fingerprint=fingerprint,
         )

@@ -29,7 +29,9 @@ class SolFacts(BaseModel):
     intensity: Optional[float] = Field(description="flops / bytes; None when no byte moves")
     bound: Literal["compute", "memory"] = Field(description="which side of the roofline sets T_SOL on this hardware")
     bottleneck: str = Field(description="the unit that sets T_SOL (memory, or the busiest execution unit)")
-    t_sol_ms: float
+    t_sol_ms: float = Field(description="max(roofline, latency floor) (solbench.sol.analysis)")
+    t_roofline_ms: Optional[float] = Field(None, description="the cache-aware roofline (None in catalogues from before the latency floor)")
+    t_floor_ms: Optional[float] = Field(None, description="the hardware's latency floor for this workload (0: none)")
     partial: bool = Field(description="some ops have no cost rule: FLOPs and bytes are lower bounds")
 
 

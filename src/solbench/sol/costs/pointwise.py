@@ -75,11 +75,16 @@ def pointwise_cost(node: OpNode) -> Cost:
         cost.flops["sfu"] += sfu * elements
     if node.packet in {"copy_", "_copy_from"} and node.mutated:
         cost.reads = [(t, t.unique_bytes) for t in node.inputs if t is not node.mutated[0]]
-    if node.packet in {"fill_", "zero_", "empty_like"}:
-        cost.reads = [(t, t.unique_bytes) for t in node.inputs if t not in node.mutated] if node.packet != "empty_like" else []
+    if node.packet in {"fill_", "zero_"}:
+        cost.reads = [(t, t.unique_bytes) for t in node.inputs if t not in node.mutated]
+    if node.packet in SHAPE_TEMPLATES:
+        cost.reads = []  # the input gives a shape only: no kernel reads it (a read would also make its latency floor DRAM's)
         if node.packet == "empty_like":
             cost.writes = []
     return cost
+
+
+SHAPE_TEMPLATES = {"zeros_like", "ones_like", "full_like", "empty_like", "rand_like", "randn_like"}  # x_like(x): x's shape, not its values
 
 
 def _nonzero_share(tensor: Any, target: Any) -> int:
