@@ -119,3 +119,16 @@ def test_cuda_graph_solutions_pass_on_a_gpu(source: str, tmp_path: Path):
 def test_the_cached_result_is_caught_on_a_gpu(tmp_path: Path):
     for status, log in statuses(CACHED, "cuda", tmp_path):
         assert status == Status.REWARD_HACK, log
+
+
+def test_trusted_code_is_called_once_per_trial(tmp_path: Path):
+    """The repeated first call is a check on submitted code; a trusted job (a reference, a baseline
+    candidate) is not repeated: the same cached result is then only wrong on the second trial's inputs."""
+    from solbench.exec import Job, evaluate_jobs
+
+    problem = vector_scale()
+    solution = inline_solution("static", problem.name, "pytorch", "main.py::run", {"main.py": CACHED}, dps=False)
+    traces = evaluate_jobs([Job(problem, solution, problem.workloads[:1], trusted=True)], EvalOptions(device="cpu", cache_root=tmp_path, **FAST))
+    (trace,) = traces
+    assert trace.evaluation.status == Status.INCORRECT_NUMERICAL, trace.evaluation.log
+    assert "\ntrial 2/2: " in trace.evaluation.log and "output-reused" not in trace.evaluation.log

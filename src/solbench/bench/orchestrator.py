@@ -14,7 +14,7 @@ import time
 from typing import Any, Callable, Iterable
 
 from solbench.bench import verdicts
-from solbench.bench.exclusive import timed_section
+from solbench.bench.exclusive import device_shared, last_wait_s, timed_section
 from solbench.bench.correctness import Comparison, compare_outputs, merge
 from solbench.bench.memory import memory_failure, return_cached_memory
 from solbench.bench.messages import ExpectAnswer, ExpectRequest, OutputSpec, PrepareRequest, RunAnswer, RunRequest, TimeAnswer, TimeRequest
@@ -91,7 +91,7 @@ class EvaluationRun:
         self.published_passed = False
         self.phases = PhaseClock()
         self._captures: Any = None  # the problem's SOL captures, shared by its workloads
-        self._early_sol: dict[str, tuple[float | None, list[str]]] = {}  # workload uuid -> T_SOL priced during start-up, its notes
+        self._early_sol: dict[str, tuple[Any, list[str]]] = {}  # workload uuid -> T_SOL (SolTimes or None) priced during start-up, its notes
 
     @property
     def build_failure(self) -> tuple[Status, str] | None:
@@ -134,7 +134,7 @@ class EvaluationRun:
 
         def price() -> None:
             notes: list[str] = []
-            self._early_sol[workload.uuid] = (self._sol_ms(workload, notes), notes)
+            self._early_sol[workload.uuid] = (self._sol_times(workload, notes), notes)
 
         thread = threading.Thread(target=price, name="solbench-early-sol", daemon=True)
         thread.start()
@@ -174,7 +174,8 @@ class EvaluationRun:
         performance: Performance | None = None
         measured_bound_flags: list[str] = []
         try:
-            comparison, apparent = self._check(workload, deadline, log)
+            with device_shared():  # the trials (workers' calls and the comparisons here) may share the device; timing may not
+                comparison, apparent = self._check(workload, deadline, log)
             status, correctness = comparison.status, _correctness(comparison, self.options.trials)
             if comparison.status != Status.PASSED:
                 log.append(comparison.message)
@@ -248,7 +249,7 @@ class EvaluationRun:
                 answer = workers.ask_solution(RunRequest(
                     workload=workload, seed=self.seed, trial=trial, outputs=self._output_specs(workload), dps=dps,
                     paths={name: self.session.new_path(f"sol-{name}") for name in self.problem.definition.outputs}, group=group,
-                    repeat=trial == 0, timer=self.options.timer, launch_gate=self.options.launch_gate), deadline, RunAnswer)
+                    repeat=trial == 0 and not workers.trusts(self.solution), timer=self.options.timer, launch_gate=self.options.launch_gate), deadline, RunAnswer)
                 verdicts.output_devices(answer, self.device)
                 outputs = self._load_answer(answer.outputs)  # ours before the reference runs (a retry there restarts the solution worker)
             oracle = bool(assessed) and (trial == 0 or self.policy == "strict")
@@ -311,9 +312,10 @@ class EvaluationRun:
         with self.phases("timing"), timed_section():
             timed = workers.ask_solution(TimeRequest(dps=self.solution.spec.destination_passing_style, seed=seed, check=check, group=group, **parameters),
                                          deadline, TimeAnswer)
+        self.phases.move("timing", "device wait", last_wait_s())  # other evaluations' correctness work finishing first (--concurrent)
         workers.release_later("solution", group)
         verdicts.precision_flags(timed.precision_changes, workers.initial_precision, self.policy, "while timed", log)
-        with self.phases("verify"):
+        with self.phases("verify"), device_shared():
             verified = self._verify_timed_calls(workload, seed, check, timed, deadline, log)
         log += [str(note) for note in timed.notes][:20]
         samples = Samples(timed.method, list(timed.times_ms))
@@ -326,7 +328,10 @@ class EvaluationRun:
                 reference = workers.ask_reference(TimeRequest(dps=False, seed=seed, check=[], group=workers.group(), **parameters), deadline, TimeAnswer)
             performance.reference_latency_ms = statistics.median(reference.times_ms)
         with self.phases("sol"):
-            performance.sol_ms = self._sol_ms(workload, log)
+            times = self._sol_times(workload, log)
+        if times is not None:
+            performance.sol_ms, performance.sol_roofline_ms = times.sol_ms, times.roofline_ms
+            performance.sol_floor_ms, performance.sol_floor_applied = times.floor_ms, times.floor_applied
         return performance, verified
 
     def _checkable_calls(self, workload: Workload) -> int:
@@ -391,13 +396,15 @@ class EvaluationRun:
                    f"result, {verdict}")
         return retried if retried.status == Status.PASSED else missed
 
-    def _sol_ms(self, workload: Workload, log: list[str]) -> float | None:
+    def _sol_times(self, workload: Workload, log: list[str]) -> Any:
+        """The workload's T_SOL with its roofline and floor (solbench.sol.api.SolTimes), priced as the
+        options say (sol_floor); None where there is no spec or the analysis failed (the log says why)."""
         if workload.uuid in self._early_sol:
-            sol_ms, notes = self._early_sol.pop(workload.uuid)
+            times, notes = self._early_sol.pop(workload.uuid)
             log += notes
-            return sol_ms
+            return times
         try:
-            from solbench.sol.api import sol_time_ms
+            from solbench.sol.api import sol_times
             from solbench.sol.calibrate import spec_for_run
 
             spec = spec_for_run(self.options.hardware, self.device, self.options.clock_mhz)
@@ -409,7 +416,7 @@ class EvaluationRun:
                 from solbench.sol.analysis import shared_captures
 
                 self._captures = shared_captures(self.problem)
-            return sol_time_ms(self.problem, workload, spec, self.policy, self._captures)
+            return sol_times(self.problem, workload, spec, self.policy, self._captures, floor=self.options.sol_floor)
         except Exception as exc:  # noqa: BLE001 - a missing bound must not lose the measurement
             log.append(f"T_SOL not available: {type(exc).__name__}: {exc}")
             return None

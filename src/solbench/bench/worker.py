@@ -164,7 +164,7 @@ class Worker:
         preallocated) go to blobs. With `repeat`, the call is made twice on equal inputs and the
         second is judged."""
         self._ensure_timer(request.timer, request.launch_gate)
-        if self.gate is not None and request.repeat:  # a workload's first trial: its kernels load now
+        if self.gate is not None and (request.repeat or int(request.trial) == 0):  # a workload's first trial: its kernels load now
             self.gate.prime()
         arguments = self._inputs(request.workload, request.seed, request.trial)
         pristine = [self._fresh(value) for value in arguments]

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence, TypeVar
 
+from solbench.bench.exclusive import device_shared
 from solbench.bench.ipc import probe_fails
 from solbench.bench.messages import (
     Answer, BuildAnswer, BuildRequest, HelloAnswer, HelloRequest, LoadProblemAnswer, LoadProblemRequest, MalformedMessage, Request, REQUESTS,
@@ -74,8 +75,11 @@ class WorkerPair:
     def trust(self, solution: Solution) -> None:
         """`solution` is trusted code (the reference under torch.compile): its worker may write the shared
         compile cache. Untrusted solutions never get it (a poisoned cache would change the baselines)."""
-        if not any(known is solution for known in self._trusted):
+        if not self.trusts(solution):
             self._trusted.append(solution)
+
+    def trusts(self, solution: Solution) -> bool:
+        return any(known is solution for known in self._trusted)
 
     def __enter__(self) -> WorkerPair:
         return self
@@ -147,7 +151,7 @@ class WorkerPair:
         from solbench.bench.sandbox import plan_sandbox
 
         writable, extra, compiles = [self._build_folder(solution), self.session.root], None, False
-        if self.compile_cache is not None and any(known is solution for known in self._trusted):
+        if self.compile_cache is not None and self.trusts(solution):
             extra, compiles = compile_cache_environment(self.compile_cache), True
             writable.append(self.compile_cache)
         plan = plan_sandbox(self.sandbox, writable=writable, device=self.device, home=self.session.root / "home")
@@ -331,7 +335,9 @@ class WorkerPair:
         if process is None:
             raise WorkerCrashed("no worker is running (it did not start)")
         command = COMMANDS[type(request)]
-        parsed = parse_answer(command, process.request(command, timeout, **to_wire(request)))
+        with device_shared():  # never beside another evaluation's timed section (a timed request passes: its thread holds the device)
+            reply = process.request(command, timeout, **to_wire(request))
+        parsed = parse_answer(command, reply)
         if not isinstance(parsed, answer):
             raise MalformedMessage(f"{command} answer: expected {answer.__name__}")
         return parsed

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from .app import (ClockOption, CompileTimeoutOption, DeviceOption, HardwareOption, InputProfileOption, OutputOption, PathsArgument, PolicyOption,
-                  SandboxOption, SeedOption, SynthesizeOption, TimeoutOption, TrialsOption, _device_defaults, _evaluation_options, _problems_to_run, _input_profile, _print_issue,
+                  SandboxOption, SeedOption, SolFloorOption, SynthesizeOption, TimeoutOption, TrialsOption, _device_defaults, _evaluation_options, _problems_to_run, _input_profile, _print_issue,
                   _progress_line, _sandbox_mode, _trace_sink, app, console, error_console, load_log, LOAD_LOG, reports_user_errors)
 from .workloads import choose_workloads as _choose_workloads
 
@@ -34,6 +34,7 @@ def eval_command(
     reference_latency: Annotated[bool, typer.Option("--reference-latency", help="Also time the reference the same way.")] = False,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time solutions that pass.")] = True,
     policy: PolicyOption = "auto",
+    sol_floor: SolFloorOption = True,
     input_profile: InputProfileOption = "auto",
     synthesize_missing_blobs: SynthesizeOption = False,
     hidden: Annotated[int, typer.Option(help="Hidden workloads drawn from the published axis ranges for this run (correctness only).", min=0)] = 2,
@@ -67,7 +68,7 @@ def eval_command(
     options = _evaluation_options(device, trials, timeout, compile_timeout, seed, hardware, reference_latency, timing, policy,
                                   static_analysis=static_analysis, launch_gate=launch_gate, sandbox=_sandbox_mode(sandbox),
                                   hidden=hidden,  # drawn only when the whole problem is evaluated (no --workload)
-                                  input_profile=_input_profile(input_profile))
+                                  input_profile=_input_profile(input_profile), sol_floor=sol_floor)
     sink, done = _trace_sink(output, resume)
     skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}
     device_name = resolve_device(options.device)
@@ -150,6 +151,23 @@ def _execution(executor: str, lanes: str | None, address: str | None) -> Any:
     return Execution(executor, lanes, address)
 
 
+GPU_CONCURRENT = 4  # evaluations in flight on one GPU by default (benchmarks/run_at_scale.py --concurrent compares)
+
+
+def _concurrency(execution: Any, concurrent: int | None, device: str) -> Any:
+    """--concurrent for the serial executor (the pool and Ray run one evaluation per lane or task)."""
+    from solbench.bench.orchestrator import resolve_device
+
+    if concurrent is not None and concurrent > 1 and execution.executor != "serial":
+        raise typer.BadParameter(f"evaluations share a device with the serial executor only, not with --executor {execution.executor}", param_hint="--concurrent")
+    try:
+        on_gpu = resolve_device(device).startswith("cuda")
+    except RuntimeError:
+        on_gpu = False
+    default = GPU_CONCURRENT if on_gpu and execution.executor == "serial" else 1
+    return dataclasses.replace(execution, concurrent=concurrent if concurrent is not None else default)
+
+
 @app.command("run")
 @reports_user_errors
 def run_command(
@@ -168,12 +186,14 @@ def run_command(
     executor: Annotated[str, typer.Option("--executor", help="Where the jobs run: serial (here, one after another), pool (lanes of this host, see --lanes) or ray (tasks on a Ray cluster, see --address; pip install 'solbench[ray]').")] = "serial",
     lanes: Annotated[Optional[str], typer.Option("--lanes", "--gpus", help="Lanes of a pool: all, N or GPU indices such as 0,1 (one lane per GPU); without a GPU, N CPU lanes. Implies --executor pool.")] = None,
     address: Annotated[Optional[str], typer.Option("--address", help="With --executor ray: auto or HOST:PORT of a running cluster (default: a local Ray started for this run).")] = None,
+    concurrent: Annotated[Optional[int], typer.Option("--concurrent", min=1, help=f"Evaluations in flight at once on the device (serial executor): their correctness checks share it, each timed section holds it alone (default: {GPU_CONCURRENT} on a GPU, 1 on a CPU).")] = None,
     device: DeviceOption = "auto",
     trials: TrialsOption = 3,
     timeout: TimeoutOption = 300.0,
     seed: SeedOption = None,
     sandbox: SandboxOption = "auto",
     policy: PolicyOption = "auto",
+    sol_floor: SolFloorOption = True,
     input_profile: InputProfileOption = "auto",
     synthesize_missing_blobs: SynthesizeOption = False,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time the workloads that pass (--no-timing: correctness only, no scores).")] = True,
@@ -195,8 +215,10 @@ def run_command(
     loading = time.monotonic()
     problems, refused = _problems_to_run(paths, synthesize_missing_blobs)
     options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, timing, policy,
-                                  static_analysis=True, sandbox=_sandbox_mode(sandbox), input_profile=_input_profile(input_profile))
+                                  static_analysis=True, sandbox=_sandbox_mode(sandbox), input_profile=_input_profile(input_profile),
+                                  sol_floor=sol_floor)
     options, device_name, workloads = _device_defaults(options, workloads)
+    execution = _concurrency(execution, concurrent, options.device)
     selection = [(problem, _choose_workloads(problem, workloads)) for problem in problems]
     given, unmatched = _solution_sets(solutions or [], {p.name for p in problems})
     for line in unmatched:

@@ -17,7 +17,8 @@ EXECUTORS = ("serial", "pool", "ray")
 def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, *, executor: str = "serial", lanes: int | str | list[str] | None = None,
                   address: str | None = None, on_trace: Callable[[Trace], None] | None = None, ordered: bool = False,
                   on_job_trace: Callable[[int, Trace], None] | None = None,
-                  on_job_finished: Callable[[int], None] | None = None, before_job: Callable[[int], None] | None = None) -> list[Trace]:
+                  on_job_finished: Callable[[int], None] | None = None, before_job: Callable[[int], None] | None = None,
+                  concurrent: int = 1) -> list[Trace]:
     """Evaluate every job; the traces in job order (within a job, in the evaluator's order).
 
     executor: serial (here, one job after another), pool (lanes of this host: "all", N or GPU
@@ -29,7 +30,8 @@ def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, *, executor: str = 
     on_job_trace, where given, is called instead with (the job's index in `jobs`, trace);
     on_job_finished with each job's index once it and every earlier job have finished (job order),
     after all their traces were handed on; before_job (serial executor) with each job's index just
-    before it is evaluated (a run waits there for a compile made ahead)."""
+    before it is evaluated (a run waits there for a compile made ahead). concurrent (serial executor):
+    evaluations in flight at once on the one device, problem by problem (solbench.exec.slots)."""
     jobs = list(jobs)
     if executor not in EXECUTORS:
         from solbench.exec.lanes import LaneError
@@ -39,7 +41,11 @@ def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, *, executor: str = 
     collector = Collector(len(jobs), deliver, ordered, on_job_finished)
     if not jobs:
         return []
-    if executor == "serial":
+    if executor == "serial" and concurrent > 1:
+        from solbench.exec.slots import run_slots
+
+        run_slots(jobs, options, collector, concurrent, before_job)
+    elif executor == "serial":
         with kept_workers(options) as workers:
             for job in jobs if workers is not None else ():
                 if job.trusted:  # before any of them is started ahead

@@ -23,6 +23,7 @@ class Execution:
     executor: str = "serial"
     lanes: int | str | list[str] | None = None
     address: str | None = None
+    concurrent: int = 1  # serial executor: evaluations in flight at once on its device (timing still alone)
 
 
 @dataclass
@@ -60,6 +61,6 @@ def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, on_trace: Callable[
         if on_job_done is not None:
             on_job_done(results[index])
 
-    execute(jobs, options, executor=execution.executor, lanes=execution.lanes, address=execution.address, ordered=True, on_job_trace=arrived,
+    execute(jobs, options, executor=execution.executor, lanes=execution.lanes, address=execution.address, concurrent=execution.concurrent, ordered=True, on_job_trace=arrived,
             on_job_finished=finished, before_job=(lambda index: before_job(jobs[index])) if before_job is not None else None)
     return results

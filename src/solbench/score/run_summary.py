@@ -53,6 +53,20 @@ def add_work(rows: list[WorkloadScore], problems: dict[str, Problem], spec: Hard
             row.flops, row.bytes = done[key]
 
 
+def floor_notes(traces: Iterable[Trace], sol_floor: bool | None) -> list[str]:
+    """What a reader of the scores must know about T_SOL's latency floor: that it is off, or that the
+    traces (a resumed run) were priced both ways."""
+    notes = []
+    if sol_floor is False:
+        notes.append("T_SOL is the roofline alone (--no-sol-floor): scores compare with ones published without a latency floor")
+    applied = {t.evaluation.performance.sol_floor_applied for t in traces
+               if t.evaluation is not None and t.evaluation.performance is not None and t.evaluation.performance.sol_floor_applied is not None}
+    if len(applied) > 1:
+        notes.append("T_SOL mixed: some traces were priced with the latency floor and some without (a run resumed with the other "
+                     "--sol-floor setting); their scores do not compare")
+    return notes
+
+
 def problem_verdicts(store: BaselineFile | None, problems: Iterable[str], workloads_of: Callable[[str], list[str]]) -> dict[str, str]:
     if store is None:
         return {}
@@ -67,8 +81,9 @@ def problem_verdicts(store: BaselineFile | None, problems: Iterable[str], worklo
 def build_summary(traces: list[Trace], problems: dict[str, Problem], store: BaselineFile | None, spec: HardwareSpec | None, device: str,
                   solution_set: Callable[[Trace], str], *, policy: str = "auto", created: str, wall_s: float | None = None,
                   notes: Iterable[str] = (), baselines: str | None = None,
-                  work_cache: dict[tuple[str, str], tuple[float, float] | None] | None = None) -> RunSummary:
-    notes = list(notes)
+                  work_cache: dict[tuple[str, str], tuple[float, float] | None] | None = None, sol_floor: bool | None = None) -> RunSummary:
+    """`sol_floor`: how the run priced T_SOL (EvalOptions.sol_floor), recorded and noted where it is the roofline alone."""
+    notes = list(notes) + floor_notes(traces, sol_floor)
     entry_for = (lambda problem, workload: store.entry(problem, workload)) if store is not None else (lambda problem, workload: None)
     categories = {name: categories_of(problem) for name, problem in problems.items()}
     rows, problem_scores, suites = score_run(traces, entry_for, categories, solution_set)
@@ -86,7 +101,7 @@ def build_summary(traces: list[Trace], problems: dict[str, Problem], store: Base
             notes.append(f"{name}: solved: its baseline is within 5% of T_SOL (nothing left to score; the benchmark retires such problems)")
         elif value == AUDIT:
             notes.append(f"{name}: bound to audit: a baseline candidate runs faster than T_SOL on some workload")
-    return RunSummary(created=created, hardware=spec.name if spec else None, device=device, versions=versions(), roofs=roofs(spec), wall_s=wall_s,
+    return RunSummary(created=created, hardware=spec.name if spec else None, sol_floor=sol_floor, device=device, versions=versions(), roofs=roofs(spec), wall_s=wall_s,
                       workloads=rows, problems=problem_scores, suites=suites, notes=notes, baselines=baselines, problem_verdicts=verdicts)
 
 
@@ -107,8 +122,9 @@ def candidate_failures(store: BaselineFile, workloads: dict[str, set[str]]) -> l
 
 
 def phase_of(candidate: str, phase: str) -> str:
-    """Where an evaluation phase of a trace counts in a run's summary: sol and timing as themselves, the
-    rest of a torch.compile candidate as compile (it compiles in its first calls), the rest as correctness."""
-    if phase in ("sol", "timing"):
+    """Where an evaluation phase of a trace counts in a run's summary: sol, timing and device wait (a timed
+    section waiting for other evaluations' correctness work, --concurrent) as themselves, the rest of a
+    torch.compile candidate as compile (it compiles in its first calls), the rest as correctness."""
+    if phase in ("sol", "timing", "device wait"):
         return phase
     return "compile" if candidate.startswith("compile-") else "correctness"
