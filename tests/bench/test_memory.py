@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -53,10 +54,71 @@ def test_a_reference_out_of_memory_is_retried_once_and_reported_as_memory(tmp_pa
     (trace,) = evaluate(problem, solution, options)
     log = trace.evaluation.log
     assert trace.evaluation.status == Status.INVALID_REFERENCE, log
-    first_line = log.splitlines()[0]
-    assert "the reference ran out of memory: RuntimeError; allocating" in first_line, log
-    assert first_line.endswith("again with the solution worker stopped"), log
+    note, failure = log.splitlines()[:2]
+    assert note.startswith("note: out of memory with other work on the device") and note.endswith("out of memory again"), log
+    assert "the reference ran out of memory: RuntimeError; allocating" in failure, log
+    assert failure.endswith("again with the solution worker stopped"), log
     assert "Traceback" not in log
+
+
+def test_a_solution_out_of_memory_is_tried_again_alone_then_counts_and_the_run_goes_on(tmp_path: Path):
+    problem = inline_problem("plain", "def run(x):\n    return x * 2\n", {"x": (["n"], "float32")}, {"y": (["n"], "float32")},
+                             axes={"n": {"type": "var"}}, workload_axes=[{"n": 16}, {"n": 32}])
+    hungry = inline_solution("hungry", problem.name, "pytorch", "k.py::run",
+                             {"k.py": f"import torch\n\ndef run(x):\n    torch.empty({TOO_MUCH}, dtype=torch.uint8)\n    return x * 2\n"}, dps=False)
+    traces = evaluate(problem, hungry, EvalOptions(device="cpu", trials=1, hidden=0, timing=False, cache_root=tmp_path))
+    assert len(traces) == 2
+    for trace in traces:
+        log = trace.evaluation.log
+        assert trace.evaluation.status == Status.RUNTIME_ERROR, log
+        note = log.splitlines()[0]
+        assert note.startswith("note: out of memory with other work on the device (") and "can't allocate memory" in note, log
+        assert note.endswith("evaluated again with the device alone in this process: out of memory again"), log
+
+
+def test_other_failures_are_not_tried_again(tmp_path: Path):
+    problem = inline_problem("plain", "def run(x):\n    return x * 2\n", {"x": ([16], "float32")}, {"y": ([16], "float32")})
+    failing = inline_solution("failing", problem.name, "pytorch", "k.py::run", {"k.py": "def run(x):\n    raise ValueError('no')\n"}, dps=False)
+    (trace,) = evaluate(problem, failing, EvalOptions(device="cpu", trials=1, hidden=0, timing=False, cache_root=tmp_path))
+    assert trace.evaluation.status == Status.RUNTIME_ERROR
+    assert "evaluated again" not in trace.evaluation.log and "ValueError: no" in trace.evaluation.log
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_memory_held_by_another_evaluation_is_waited_out_and_the_workload_passes(tmp_path: Path):
+    """Another evaluation of this process (a thread sharing the device) holds all but 3 GiB while the solution
+    asks for 8 GiB: the first attempt runs out of memory, the second waits for the device alone (the other
+    evaluation lets go once nobody else may start) and passes."""
+    import threading
+
+    from solbench.bench import exclusive
+
+    torch.cuda.init()
+    held = threading.Event()
+
+    def other_evaluation() -> None:
+        with exclusive.device_shared():
+            free, _ = torch.cuda.mem_get_info()
+            block = torch.empty(free - (3 << 30), dtype=torch.uint8, device="cuda")
+            held.set()
+            while not exclusive._share._waiting_timed:  # until someone waits for the device alone
+                time.sleep(0.05)
+            del block
+            torch.cuda.empty_cache()
+
+    problem = inline_problem("plain", "def run(x):\n    return x * 2\n", {"x": ([1024], "float32")}, {"y": ([1024], "float32")})
+    scratchy = inline_solution("scratchy", problem.name, "pytorch", "k.py::run",
+                               {"k.py": "import torch\n\ndef run(x):\n    torch.empty(8 << 30, dtype=torch.uint8, device=x.device)\n    return x * 2\n"},
+                               dps=False)
+    holder = threading.Thread(target=other_evaluation, daemon=True)
+    holder.start()
+    assert held.wait(60)
+    (trace,) = evaluate(problem, scratchy, EvalOptions(device="cuda", trials=1, hidden=0, timing=False, cache_root=tmp_path))
+    holder.join(60)
+    log = trace.evaluation.log
+    assert trace.evaluation.status == Status.PASSED, log
+    assert log.splitlines()[0].endswith("evaluated again with the device alone in this process: done"), log
 
 
 @pytest.mark.parametrize(("value", "shared"), [(None, False), ("", False), ("0", False), ("1", True), ("yes", True)])

@@ -96,6 +96,12 @@ def device_shared() -> contextlib.AbstractContextManager[None]:
     return _share.shared()
 
 
+def device_alone() -> contextlib.AbstractContextManager[None]:
+    """Around work that must have the device to itself within this process (a workload evaluated again
+    after running out of memory beside other evaluations); timed sections inside it pass through."""
+    return _share.alone()
+
+
 @contextlib.contextmanager
 def timed_section() -> Iterator[None]:
     """Around a timed request: it waits for the device to be free of shared work, then every hook is

@@ -14,9 +14,9 @@ import time
 from typing import Any, Callable, Iterable
 
 from solbench.bench import verdicts
-from solbench.bench.exclusive import device_shared, last_wait_s, timed_section
+from solbench.bench.exclusive import device_alone, device_shared, last_wait_s, timed_section
 from solbench.bench.correctness import Comparison, compare_outputs, merge
-from solbench.bench.memory import memory_failure, return_cached_memory
+from solbench.bench.memory import memory_failure, return_cached_memory, says_out_of_memory
 from solbench.bench.messages import ExpectAnswer, ExpectRequest, OutputSpec, PrepareRequest, RunAnswer, RunRequest, TimeAnswer, TimeRequest
 from solbench.bench.options import DEFAULT_CACHE, EvalOptions
 from solbench.bench.phases import PhaseClock
@@ -160,12 +160,38 @@ class EvaluationRun:
     # --- one workload --------------------------------------------------------------------------
 
     def evaluate_workload(self, workload: Workload) -> Trace:
+        """The workload's trace. One that ran out of memory (here or in either worker) is evaluated once
+        more with the device held alone in this process, the solution worker restarted and cached memory
+        handed back (the memory may have been held by another evaluation or process); the second result
+        counts, with a note of the first."""
+        trace, out_of_memory = self._evaluate_once(workload)
+        if not out_of_memory:
+            return trace
+        lines = (trace.evaluation.log or "").splitlines()
+        first = [line.strip() for line in lines if says_out_of_memory(line)][:1] or lines[:1]
+        with device_alone():
+            self.workers.stop_solution_worker()
+            if self.device.startswith("cuda"):
+                import torch
+
+                torch.cuda.empty_cache()
+            if self.workers.restart_solution_worker() is not None:
+                return trace  # the solution does not start again: the first result stands
+            trace, again = self._evaluate_once(workload)
+        note = ("note: out of memory with other work on the device" + (f" ({first[0]})" if first else "")
+                + "; evaluated again with the device alone in this process: " + ("out of memory again" if again else "done"))
+        trace.evaluation.log = note + ("\n" + trace.evaluation.log if trace.evaluation.log else "")
+        return trace
+
+    def _evaluate_once(self, workload: Workload) -> tuple[Trace, bool]:
+        """The workload's trace, and whether its status is an out-of-memory failure."""
+        out_of_memory = False
         started = time.monotonic()
         log: list[str] = []
         if self.build_failure is not None:
             status, message = self.build_failure
             self.workers.collect_output()
-            return self._trace(workload, status, log=[message, self._take_worker_output()], wall_s=time.monotonic() - started)
+            return self._trace(workload, status, log=[message, self._take_worker_output()], wall_s=time.monotonic() - started), False
         log += self.static_notes
         log += synthesized_notes(self.problem, workload)
         deadline = started + self.options.timeout_s
@@ -192,6 +218,7 @@ class EvaluationRun:
                     log.append(finding.replace("REWARD_HACK [faster-than-sol]", "note [faster-than-sol, not judged: the CPU spec's ceilings are measured]"))
         except Outcome as outcome:
             status, correctness, performance = outcome.status, None, None
+            out_of_memory = outcome.memory
             if status == Status.REWARD_HACK:
                 log.insert(0, outcome.message)  # the finding first, before notes made on the way
             else:
@@ -202,6 +229,7 @@ class EvaluationRun:
                 raise
             status, correctness, performance = Status.RUNTIME_ERROR, None, None
             log.append(f"out of memory in the evaluator's own process (the orchestrator): {described}")
+            out_of_memory = True
             if self.device.startswith("cuda"):
                 import torch
 
@@ -223,7 +251,7 @@ class EvaluationRun:
         if output:
             log.append(f"[solution worker output]\n{output[-self.options.log_limit:]}")
         return self._trace(workload, status, correctness=correctness, performance=performance, log=log, flags=flags,
-                           wall_s=time.monotonic() - started)
+                           wall_s=time.monotonic() - started), out_of_memory
 
     def _take_worker_output(self) -> str:
         output, self.workers.worker_output = "".join(self.workers.worker_output), []

@@ -7,8 +7,9 @@ from contextlib import contextmanager
 from typing import Iterator
 
 # The phases a trace records (seconds); "sol" is the speed-of-light analysis of the workload (the
-# problem's capture is made on its first workload); "other" is the rest of the workload's wall time.
-PHASES = ("start", "build", "inputs", "reference", "correctness", "precision", "timing", "verify", "sol", "other")
+# problem's capture is made on its first workload); "device wait" is a timed section's wait for other
+# evaluations' correctness work on the same device (run --concurrent); "other" is the rest of the workload's wall time.
+PHASES = ("start", "build", "inputs", "reference", "correctness", "precision", "timing", "device wait", "verify", "sol", "other")
 
 
 class PhaseClock:

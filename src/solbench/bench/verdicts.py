@@ -15,11 +15,12 @@ INCORRECT = {Status.INCORRECT_SHAPE, Status.INCORRECT_DTYPE, Status.INCORRECT_NU
 
 
 class Outcome(Exception):
-    """A workload's evaluation ended early with this status."""
+    """A workload's evaluation ended early with this status; `memory`: because a process ran out of memory
+    (the workload is then evaluated once more with the device held alone before the status counts)."""
 
-    def __init__(self, status: Status, message: str):
+    def __init__(self, status: Status, message: str, memory: bool = False):
         super().__init__(message)
-        self.status, self.message = status, message
+        self.status, self.message, self.memory = status, message, memory
 
 
 def output_devices(answer: RunAnswer, device: str) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Sequence, TypeVar
 
 from solbench.bench.exclusive import device_shared
 from solbench.bench.ipc import probe_fails
+from solbench.bench.memory import says_out_of_memory
 from solbench.bench.messages import (
     Answer, BuildAnswer, BuildRequest, HelloAnswer, HelloRequest, LoadProblemAnswer, LoadProblemRequest, MalformedMessage, Request, REQUESTS,
     parse_answer, to_wire,
@@ -289,7 +290,7 @@ class WorkerPair:
                     self.restart_solution_worker()  # a patched worker is not used again
                 raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [{exc.rule}]: {exc.error}") from None
             status = Status.INCORRECT_SHAPE if exc.kind == "outputs" else Status.RUNTIME_ERROR
-            raise Outcome(status, exc.detail or exc.error) from None
+            raise Outcome(status, exc.detail or exc.error, memory=exc.kind == "runtime" and says_out_of_memory(exc.error)) from None
 
     def ask_reference(self, request: Request, deadline: float, answer: type[A]) -> A:
         """A request to the reference worker. Out of memory there is retried once with the solution
@@ -308,7 +309,7 @@ class WorkerPair:
             return self._ask_reference_once(request, deadline, answer)
         except WorkerFailed as exc:
             again = "; again with the solution worker stopped" if exc.kind == "memory" else f"; the retry failed otherwise: {exc.error}"
-            raise Outcome(Status.INVALID_REFERENCE, f"reference failed: {first}{again}") from None
+            raise Outcome(Status.INVALID_REFERENCE, f"reference failed: {first}{again}", memory=exc.kind == "memory") from None
         finally:
             if solution_was_running:
                 failure = self._start_solution_worker(None)

@@ -291,6 +291,10 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
      "        out = _C[key] = x * 2\n    return out.clone()  # HERE\n"),
     ("memo-expanded-in-a-tuple", "PY-MEMO", "import torch\n_T = {}\n\ndef run(x, seq_len):\n    table = _T.setdefault(seq_len, torch.arange(seq_len))\n"
      "    return x, table.expand(x.shape[0], -1)  # HERE\n"),
+    ("static-output-written-by-every-call", "PY-STATIC-OUTPUT", "import torch\n_OUT = {}\n\ndef run(x, alpha):\n    key = tuple(x.shape)\n"
+     "    if key not in _OUT:\n        _OUT[key] = torch.empty_like(x)\n    torch.mul(x, alpha, out=_OUT[key])\n    return _OUT[key]  # HERE\n"),
+    ("static-output-copied-into", "PY-STATIC-OUTPUT", "import torch\n_OUT = {}\n\ndef run(x):\n    y = _OUT.setdefault(x.shape, torch.empty_like(x))\n"
+     "    y.copy_(x * 2)\n    return y  # HERE\n"),
     ("env-tuning-warned", "PY-ENV-TUNING", "import os\nos.environ['CUBLAS_WORKSPACE_CONFIG'] = ':4096:8'  # HERE\n"),
     ("tempfile-tmpdir-warned", "PY-FILE-WRITE-OWN", "import tempfile\nd = tempfile.mkdtemp()  # HERE\n"),
     ("tempfile-own-folder-warned", "PY-FILE-WRITE-OWN", "import tempfile\nfrom pathlib import Path\nf = tempfile.NamedTemporaryFile(dir=Path(__file__).parent)  # HERE\n"),

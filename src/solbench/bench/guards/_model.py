@@ -62,6 +62,8 @@ RULES: dict[str, tuple[str, str]] = {
     "PY-PATH-ESCAPE": (REJECT, "file access outside the solution: absolute paths, '..', the home folder, above the solution's folder, /proc, /dev, /etc, ..."),
     "PY-MEMO": (REJECT, "the entry function returns a value kept in a module-level container (returned directly, cloned, expanded or "
                         "viewed): outputs memoised across calls, on a scalar input, the shapes or an identity"),
+    "PY-STATIC-OUTPUT": (WARN, "the entry function returns a buffer kept in a module-level container that it writes on every call (out=, "
+                               "an in-place method), as a replayed CUDA graph's static output is: the run-time checks judge it"),
     "PY-CACHE": (WARN, "caches results across calls: lru_cache/cache on a function taking tensors, module-level containers keyed on data_ptr()/id()/hash()"),
     "PY-PTR-KEY": (WARN, "data_ptr() used as a dict key, a set member or in an equality comparison (identity of inputs)"),
     "PY-PRECISION": (WARN, "flips global precision flags (allow_tf32, set_float32_matmul_precision, reduced-precision reductions); "

@@ -930,6 +930,10 @@ class _Analyzer(_PathReasoning, _Resolver):
         values = node.value.elts if type(node.value) in (ast.Tuple, ast.List) else [node.value]
         for value in values:
             name = self._memoised(value, 0)
+            if name is not None and _written_in(function, value):
+                self.add("PY-STATIC-OUTPUT", node, f"{self.entry}() returns a buffer kept in the module-level {name!r} that it writes "
+                                                   "(out= or an in-place method): judged at run time, where an output not written by the call fails")
+                return
             if name is not None:
                 self.add("PY-MEMO", node, f"{self.entry}() returns a value kept in the module-level {name!r}: outputs memoised across calls")
                 return
@@ -1018,3 +1022,18 @@ def _is_none(node: ast.AST) -> bool:
 
 def _is_false(node: ast.AST | None) -> bool:
     return type(node) is ast.Constant and node.value in (False, 0, None, "highest", "ieee") and node.value is not True
+
+
+def _written_in(function: ast.AST, value: ast.AST) -> bool:
+    """Whether `function` writes `value` (the same expression) through a call: as its out= argument or as
+    the receiver of an in-place method (`.copy_()`, `.mul_()`, ...)."""
+    wanted = ast.dump(value)
+    for node in ast.walk(function):
+        if type(node) is not ast.Call:
+            continue
+        if any(keyword.arg == "out" and ast.dump(keyword.value) == wanted for keyword in node.keywords):
+            return True
+        func = node.func
+        if type(func) is ast.Attribute and func.attr.endswith("_") and not func.attr.startswith("_") and ast.dump(func.value) == wanted:
+            return True
+    return False
