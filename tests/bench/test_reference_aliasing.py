@@ -6,11 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+import torch
+
 from solbench.bench.orchestrator import EvalOptions, evaluate
 from solbench.data.inline import inline_problem, inline_solution
 from solbench.data.trace import Status
 
-FAST = dict(trials=2, min_iterations=3, budget_s=0.3, warmup=1, timeout_s=240.0, seed=11, static_analysis=False, hidden=0, device="cpu")
+FAST = dict(trials=2, min_iterations=3, budget_s=0.3, warmup=1, timeout_s=240.0, seed=11, static_analysis=False, hidden=0)
+DEVICES = [pytest.param("cpu"), pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")])]
 REFERENCE = """import torch
 
 
@@ -42,20 +46,22 @@ def kv_update():
                           workload_axes=[{"S": 16}, {"S": 128}])
 
 
-def evaluated(source: str, tmp_path: Path):
+def evaluated(source: str, device: str, tmp_path: Path):
     problem = kv_update()
     solution = inline_solution("kv", problem.name, "pytorch", "main.py::run", {"main.py": source}, dps=False)
-    return [t.evaluation for t in evaluate(problem, solution, EvalOptions(cache_root=tmp_path, **FAST))]
+    return [t.evaluation for t in evaluate(problem, solution, EvalOptions(device=device, cache_root=tmp_path, **FAST))]
 
 
-def test_a_kv_cache_written_in_place_as_the_reference_does_passes_trials_and_timed_calls(tmp_path: Path):
-    for evaluation in evaluated(HONEST, tmp_path):
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_kv_cache_written_in_place_as_the_reference_does_passes_trials_and_timed_calls(device: str, tmp_path: Path):
+    for evaluation in evaluated(HONEST, device, tmp_path):
         assert evaluation.status == Status.PASSED, evaluation.log
         assert evaluation.performance is not None and evaluation.performance.latency_ms > 0
         assert evaluation.correctness.verified_timed_calls >= 1
 
 
-def test_an_output_aliasing_another_input_than_the_references_is_a_reward_hack(tmp_path: Path):
-    for evaluation in evaluated(ALIASES_NEW, tmp_path):
+@pytest.mark.parametrize("device", DEVICES)
+def test_an_output_aliasing_another_input_than_the_references_is_a_reward_hack(device: str, tmp_path: Path):
+    for evaluation in evaluated(ALIASES_NEW, device, tmp_path):
         assert evaluation.status == Status.REWARD_HACK, evaluation.log
         assert "[output-aliases-input]: output 'written' shares memory with input 'new'" in evaluation.log

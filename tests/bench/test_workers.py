@@ -85,3 +85,27 @@ def test_without_a_plan_no_worker_is_started_ahead(tmp_path: Path):
         pair.plan_next([reference_solution(double)])
         evaluate(double, reference_solution(double), options, workers=pair)
         assert pair.spares == [] and pair.started_workers == 2
+
+
+def test_trusted_code_reuses_the_worker_of_the_trusted_code_before_it_and_submitted_code_never_does(tmp_path: Path):
+    """References (trusted jobs) go from problem to problem in one solution worker; a submitted solution
+    gets a fresh one, and the kept worker is stopped first (it never runs beside or after submitted code)."""
+    from solbench.data.inline import inline_solution
+    from solbench.exec.jobs import Job, evaluate_job
+
+    double = inline_problem("double", "def run(x):\n    return x * 2\n", {"x": ([8], "float32")}, {"y": ([8], "float32")})
+    negate = inline_problem("negate", "def run(x):\n    return -x\n", {"x": ([8], "float32")}, {"y": ([8], "float32")})
+    submitted = inline_solution("mine", "negate", "pytorch", "k.py::run", {"k.py": "def run(x):\n    return -x\n"}, dps=False)
+    options = EvalOptions(device="cpu", trials=2, hidden=0, timing=False, cache_root=tmp_path, static_analysis=False)
+    traces: list = []
+    with WorkerPair.for_options("cpu", options) as pair:
+        evaluate_job(Job(double, reference_solution(double), None, trusted=True), options, traces.append, workers=pair)
+        kept = pair._kept_trusted
+        assert kept is not None and kept.alive and pair.started_workers == 2  # the reference worker and one solution worker
+        evaluate_job(Job(negate, reference_solution(negate), None, trusted=True), options, traces.append, workers=pair)
+        assert pair._kept_trusted is kept and pair.started_workers == 2  # the same process built and ran the second reference
+        evaluate_job(Job(negate, submitted, None), options, traces.append, workers=pair)
+        assert not kept.alive and pair._kept_trusted is None and pair.started_workers == 3
+        evaluate_job(Job(double, reference_solution(double), None, trusted=True), options, traces.append, workers=pair)
+        assert pair.started_workers == 4 and pair._kept_trusted is not None
+    assert [t.evaluation.status for t in traces] == [Status.PASSED] * 4, [t.evaluation.log for t in traces]

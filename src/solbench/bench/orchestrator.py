@@ -155,7 +155,7 @@ class EvaluationRun:
             self.workers.close()
             self.session.close()
         else:
-            self.workers.stop_solution_worker()  # a solution worker is never shared between solutions
+            self.workers.detach()  # a submitted solution's worker is never shared with anything
 
     # --- one workload --------------------------------------------------------------------------
 

@@ -66,6 +66,7 @@ class WorkerPair:
         self.spares_taken = 0
         self.compile_cache = Path(compile_cache) if compile_cache is not None else None
         self._trusted: list[Solution] = []  # solutions (by identity) whose workers share compile_cache
+        self._kept_trusted: WorkerProcess | None = None  # a trusted solution's worker, kept for the next trusted solution
 
     @classmethod
     def for_options(cls, device: str, options: Any) -> WorkerPair:
@@ -104,13 +105,34 @@ class WorkerPair:
             self._typed(self.reference, request, STARTUP_TIMEOUT_S, LoadProblemAnswer)
 
     def attach(self, solution: Solution) -> tuple[Status, str] | None:
-        """A fresh solution worker for `solution`, loaded and built; the failure as (status, message), or None."""
+        """A solution worker for `solution`, loaded and built; the failure as (status, message), or None.
+        Submitted code always gets a fresh worker; trusted code (references, their torch.compile
+        candidates) gets the worker the last trusted solution left (detach), where there is one."""
         self.solution = solution
         if self.worker is not None:
             self.stop_solution_worker()
-        failure = self._start_solution_worker(self._take_spare(solution))
+        kept, self._kept_trusted = self._kept_trusted, None
+        if kept is not None and not (self.trusts(solution) and kept.alive):
+            kept.kill()
+            kept = None
+            self._to_release["solution"] = []
+        failure = self._start_solution_worker(kept or self._take_spare(solution))
         self._start_upcoming()
         return failure
+
+    def detach(self) -> None:
+        """The current solution's evaluation is over: its worker stops, except a trusted solution's
+        healthy worker, which is kept for the next trusted solution (a worker start and torch's first
+        calls saved per problem; submitted code never shares a process with anything)."""
+        worker, solution = self.worker, self.solution
+        if worker is not None and solution is not None and self.trusts(solution) and worker.alive and self.solution_failure is None:
+            self.collect_output()
+            self.worker = None
+            if self._kept_trusted is not None:
+                self._kept_trusted.kill()
+            self._kept_trusted = worker
+            return
+        self.stop_solution_worker()
 
     def plan_next(self, upcoming: Sequence[Solution] | None) -> None:
         """The solutions that the next attaches will be for, in order (None: not known): their workers
@@ -120,8 +142,18 @@ class WorkerPair:
     def expect(self, solution: Solution) -> None:
         """The solution that the next attach is for: where no worker was started ahead for it, one
         starts now (so that it loads while the reference worker starts or loads the problem)."""
+        if self._reuses_a_worker(solution):
+            return
         if self.start_ahead and not any(planned is solution for planned, _ in self.spares):
             self.spares.append((solution, self._spawn("solution", solution)))
+
+    def _reuses_a_worker(self, solution: Solution) -> bool:
+        """Whether `solution` will get a trusted worker kept from before (so none is started ahead for it)."""
+        if not self.trusts(solution):
+            return False
+        kept = self._kept_trusted is not None and self._kept_trusted.alive
+        current = self.worker is not None and self.solution is not None and self.trusts(self.solution)
+        return kept or current
 
     def restart_solution_worker(self) -> tuple[Status, str] | None:
         self.stop_solution_worker()
@@ -137,6 +169,9 @@ class WorkerPair:
 
     def close(self) -> None:
         self._drop_spares()
+        if self._kept_trusted is not None:
+            self._kept_trusted.kill()
+            self._kept_trusted = None
         for process in (self.worker, self.reference):
             if process is not None:
                 process.close()
@@ -151,8 +186,9 @@ class WorkerPair:
             return WorkerProcess(role, self.device, log)
         from solbench.bench.sandbox import plan_sandbox
 
-        writable, extra, compiles = [self._build_folder(solution), self.session.root], None, False
-        if self.compile_cache is not None and self.trusts(solution):
+        trusted = solution is not None and self.trusts(solution)  # its worker may be kept for the next trusted solutions' builds
+        writable, extra, compiles = [self.cache_root if trusted else self._build_folder(solution), self.session.root], None, False
+        if self.compile_cache is not None and trusted:
             extra, compiles = compile_cache_environment(self.compile_cache), True
             writable.append(self.compile_cache)
         plan = plan_sandbox(self.sandbox, writable=writable, device=self.device, home=self.session.root / "home")
@@ -171,7 +207,8 @@ class WorkerPair:
     def _start_upcoming(self) -> None:
         """Start the workers of the planned next solutions now (they only load the interpreter, torch
         and the device context); spares of solutions no longer planned are killed."""
-        upcoming = [solution for solution in self.upcoming[:self.spares_ahead] if solution is not self.solution] if self.start_ahead else []
+        upcoming = [solution for solution in self.upcoming[:self.spares_ahead]
+                    if solution is not self.solution and not self._reuses_a_worker(solution)] if self.start_ahead else []
         for planned, process in self.spares:
             if not any(planned is solution for solution in upcoming):
                 process.kill()

@@ -53,7 +53,8 @@ class Job:
 @contextlib.contextmanager
 def kept_workers(options: EvalOptions) -> Iterator[WorkerPair | None]:
     """One worker pair for a sequence of jobs: its trusted reference worker stays alive from problem to
-    problem (start-up paid once); every job still gets a fresh solution worker of its own."""
+    problem (start-up paid once); every submitted solution gets a fresh solution worker of its own (trusted
+    code may reuse the worker of the trusted code before it: WorkerPair.detach)."""
     from solbench.bench.orchestrator import resolve_device
     from solbench.bench.workers import WorkerPair
 
