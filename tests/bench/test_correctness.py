@@ -648,3 +648,21 @@ def test_a_256_mb_comparison_is_fast():
     assert c.matched_ratio == (n - 1) / n
     assert torch.get_num_threads() == threads  # restored
     assert elapsed < 10, f"took {elapsed:.1f} s"
+
+
+def test_at_a_loose_rtol_a_zero_in_place_of_a_value_is_still_gross():
+    """At rtol 1e-2, 100 x (atol + rtol |ref|) alone would never call a zero written in place of a value gross
+    (its error is 100% of |ref|): the relative part is capped at half the value. Honest near-misses (a few
+    per cent off, as bf16 split-K sums are) stay near-misses, forgiven by the matched ratio."""
+    torch.manual_seed(0)
+    ref = torch.randn(100_000) * 10
+    tol = dict(max_atol=1e-2, max_rtol=1e-2, required_matched_ratio=0.99)
+    holes = ref.clone()
+    holes[:500] = 0.0  # 0.5% of the outputs never computed
+    c = compare(holes, ref, **tol)
+    assert c.status == Status.INCORRECT_NUMERICAL and c.gross_errors > 0
+    assert "gross errors (beyond 100x atol 0.01 + 0.5*|ref| (rtol 0.01, its part capped)" in c.message
+    near = ref.clone()
+    near[:500] *= 1.04  # 4% off: outside the tolerance, forgiven by the ratio
+    passed = compare(near, ref, **tol)
+    assert passed.status == Status.PASSED and passed.gross_errors == 0 and passed.matched_ratio < 1

@@ -42,7 +42,9 @@ wrong shape of the second output is reported before a wrong value of the first.
    - ``tolerance.max_error_cap`` is set and some element's absolute error exceeds it (regardless of
      the matched ratio);
    - the matched ratio is high enough, but some element is a *gross* error: its error exceeds ``GROSS_FACTOR``
-     times ``max_atol + max_rtol * |ref|``, or it is NaN or infinite where the reference is finite.
+     times ``max_atol + max_rtol * |ref|`` (the relative part capped at ``GROSS_RELATIVE * |ref|``: at a loose
+     rtol of 1e-2, 100 x rtol alone would forgive a zero written in place of any value), or it is NaN or
+     infinite where the reference is finite.
      The matched ratio forgives near-misses (rounding, accumulation order, split-K reductions), never
      garbage: an unwritten tail of a few thousand elements of a large output is far below 1% and
      would otherwise pass. GROSS_FACTOR = 100: the honest kernels seen miss by at most a few times
@@ -93,6 +95,21 @@ GPU_CHUNK = 1 << 24  # on a GPU, fewer and larger chunks: kernel launches, not m
 
 
 GROSS_FACTOR = 100.0  # an element off by more than this many times its tolerance fails the output (see the module docstring)
+GROSS_RELATIVE = 0.5  # ... or off by more than half its value beyond GROSS_FACTOR x atol, however loose rtol is
+
+
+def _gross_bound(tolerance: Tolerance) -> str:
+    atol, rtol = tolerance.max_atol, tolerance.max_rtol
+    if GROSS_FACTOR * rtol <= GROSS_RELATIVE:
+        return f"{GROSS_FACTOR:g}x atol {atol:g} + rtol {rtol:g}*|ref|"
+    return f"{GROSS_FACTOR:g}x atol {atol:g} + {GROSS_RELATIVE:g}*|ref| (rtol {rtol:g}, its part capped)"
+
+
+def gross_error(tolerance: Tolerance, reference_magnitude: Any) -> Any:
+    """The error beyond which an element is garbage, not a near-miss: GROSS_FACTOR x (atol + rtol |ref|), with
+    the relative part capped at GROSS_RELATIVE |ref| (at rtol 1e-2, 100 x rtol would forgive a zero in place of
+    any value: its error is 100% of |ref|)."""
+    return reference_magnitude * min(GROSS_FACTOR * tolerance.max_rtol, GROSS_RELATIVE) + GROSS_FACTOR * tolerance.max_atol
 
 def _fp4_table(device: torch.device) -> torch.Tensor:
     return _FP4_TABLE if device.type == "cpu" else _FP4_TABLE.to(device)
@@ -345,7 +362,7 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance)
         abs_ref = r.abs()
         scratch = tolerance.allowed_error(abs_ref)
         match = diff <= scratch
-        far = diff > scratch * GROSS_FACTOR  # NaN differences (a NaN output) are handled below
+        far = diff > gross_error(tolerance, abs_ref)  # NaN differences (a NaN output) are handled below
         chunk_max = float(diff.max())  # NaN or inf exactly when some element is not finite on both sides
         if not math.isfinite(chunk_max):
             finite = torch.isfinite(diff)
@@ -399,15 +416,15 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance)
             if tolerance.required_matched_ratio < 1:
                 failure += f"; matched ratio {ratio:.6g} < required {tolerance.required_matched_ratio:g}"
             if first_gross is not None and tolerance.required_matched_ratio < 1:  # where the ratio forgives, say what it never would
-                failure += (f"; {gross} of them gross errors (beyond {GROSS_FACTOR:g}x the tolerance, or not finite where the reference is), "
+                failure += (f"; {gross} of them gross errors (beyond {_gross_bound(tolerance)}, or not finite where the reference is), "
                             f"first at {_unravel(first_gross[0], out.shape)}")
         else:
             failure = f"output '{name}': got {_num(first[1])}, expected {_num(first[2])}, outside {bound}"
     elif first_gross is not None:
         index, got, expected = first_gross
         at = f"first at {_unravel(index, out.shape)}: " if out.shape else ""
-        failure = (f"output '{name}': {gross} of {total} elements ({_percent(gross, total)}%) are gross errors (beyond {GROSS_FACTOR:g}x "
-                   f"atol {atol:g} + rtol {rtol:g}*|ref|, or not finite where the reference is), whatever the matched ratio; "
+        failure = (f"output '{name}': {gross} of {total} elements ({_percent(gross, total)}%) are gross errors (beyond {_gross_bound(tolerance)}, "
+                   f"or not finite where the reference is), whatever the matched ratio; "
                    f"{at}got {_num(got)}, expected {_num(expected)}")
     return _Result(failure, max_abs, max_rel, ratio, first_index, gross)
 

@@ -135,7 +135,7 @@ def held_out_near_miss(status: Status, correctness: Correctness | None, log: lis
     if status != Status.INCORRECT_NUMERICAL or correctness is None or correctness.gross_errors != 0:
         return status
     log.insert(0, f"numerical note [held-out-near-miss]: matched ratio {correctness.matched_ratio:.6g} is below the required one here, "
-                  "with no gross error (none beyond 100x the tolerance, none non-finite): a near-miss, not a finding; the outputs as "
+                  "with no gross error (none beyond 100x the tolerance or half the value, none non-finite): a near-miss, not a finding; the outputs as "
                   f"checked: {log[-1] if log else ''}")
     return Status.PASSED
 

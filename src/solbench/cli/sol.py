@@ -35,12 +35,18 @@ def sol(
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Processes that analyse problems side by side (0: one per core, up to 4, for a dataset).", min=0)] = 0,
     problem_timeout: Annotated[float, typer.Option("--problem-timeout", help="Seconds one problem's analysis may take before it is stopped (one line on stderr; 0: no limit).", min=0)] = 60.0,
     max_memory_gb: Annotated[float, typer.Option("--max-memory-gb", help="Resident memory (GB) a worker process may use before its problem is stopped (with --jobs 2 or more; 0: no cap).", min=0)] = 4.0,
+    project: Annotated[Optional[Path], typer.Option("--project", help="Project the measured times of these traces (a traces JSONL file or a run folder) to the spec named by --to; PATHS are where their problems are found (default: the bundled sets).")] = None,
+    to: Annotated[Optional[str], typer.Option("--to", help="With --project: the target hardware spec.")] = None,
+    from_hardware: Annotated[Optional[str], typer.Option("--from", help="With --project: price T_SOL(measured) on this spec instead of taking the trace's own.")] = None,
 ) -> None:
     """Speed-of-light bounds of each workload: FLOPs by unit, bytes, unfused/fused/cache-aware (roofline) times, the
     hardware's latency floor and T_SOL = max(roofline, floor). Results stream out problem by problem as each is done; a problem that fails, or is stopped at its time or memory
     budget, is one line on stderr, the others go on."""
     import json
 
+    if project is not None or to is not None:
+        _project(project, to, from_hardware, paths, as_json)
+        return
     if verify:
         _verify_bounds(_default_paths(paths), hardware, policy, clock, solutions or [], compile_mode, workloads, output, as_json, synthesize_missing_blobs,
                        budget, compile_workloads, in_evaluator, workload, sol_floor)
@@ -84,6 +90,51 @@ def sol(
         if not as_json:
             _print_problem_tables([item for item in items if not isinstance(item, Issue)], explain)
     if failures:
+        raise typer.Exit(1)
+
+
+def _project(traces_path: Path | None, to: str | None, source: str | None, paths: list[Path] | None, as_json: bool) -> None:
+    """`solbench sol --project TRACES --to SPEC`: measured times projected by efficiency against the bottleneck (solbench.sol.projection)."""
+    import json
+
+    from rich.table import Table
+
+    from solbench.data.errors import Issue, SpecError
+    from solbench.dataset import bundled_problems_path, bundled_set_path
+    from solbench.sol.hardware import get_hardware
+    from solbench.sol.projection import ASSUMPTION, load_trace_files, problems_by_name, project
+
+    if traces_path is None or to is None:
+        raise SpecError("--project TRACES and --to SPEC go together", field="--project" if traces_path is None else "--to")
+    target, measured = get_hardware(to), get_hardware(source) if source else None
+    traces = load_trace_files(traces_path)
+    problems = problems_by_name(_default_paths(paths) if paths else [bundled_problems_path(), bundled_set_path("models")])
+    table = Table(title=f"projected to {target.name}")
+    for column in ("problem", "solution", "workload", "measured on", "T ms", "T_SOL ms", "T_SOL/T", f"T_SOL {target.name} ms", "projected ms"):
+        table.add_column(column, justify="left" if column in ("problem", "solution", "workload", "measured on") else "right")
+    rows = errors = 0
+    notes: list[str] = []
+    for item in project(traces, problems, target, measured):
+        if isinstance(item, Issue):
+            errors += item.severity == "error"
+            _print_issue(item.located(traces_path))
+            continue
+        rows += 1
+        if as_json:
+            print(json.dumps(item.to_json()), flush=True)
+            continue
+        table.add_row(item.problem, item.solution or "-", item.workload[:12], item.measured_hardware or "-", f"{item.latency_ms:.4g}", f"{item.sol_ms:.4g}",
+                      f"{item.efficiency:.3f}", f"{item.target_sol_ms:.4g}", f"{item.projected_ms:.4g}")
+        notes += [f"{item.problem}/{item.workload[:12]}: {note}" for note in item.notes]
+    if not as_json:
+        console.print(table)
+        for note in notes:
+            console.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"assumption: {ASSUMPTION}", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"{rows} of {len(traces)} traces projected (the others failed, were held out or were not timed)", markup=False, highlight=False)
+    if not rows and not errors:
+        _print_issue(Issue(f"no trace could be projected: none of the {len(traces)} is a timed, correct one of a problem given", traces_path, field="--project"))
+    if errors or not rows:
         raise typer.Exit(1)
 
 

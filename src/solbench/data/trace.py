@@ -31,7 +31,7 @@ class Correctness(SpecModel):
     trials: int | None = None
     precision: str | None = None  # the precision the outputs appear to be computed in (fp64 oracle), where assessed
     verified_timed_calls: int | None = None  # timed calls whose outputs were checked too
-    gross_errors: int | None = None  # elements beyond 100x the tolerance or not finite where the reference is (solbench.bench.correctness)
+    gross_errors: int | None = None  # elements beyond 100x the tolerance (its relative part at most half the value) or not finite where the reference is (solbench.bench.correctness)
 
 
 class Performance(SpecModel):
