@@ -109,3 +109,21 @@ def test_trusted_code_reuses_the_worker_of_the_trusted_code_before_it_and_submit
         evaluate_job(Job(double, reference_solution(double), None, trusted=True), options, traces.append, workers=pair)
         assert pair.started_workers == 4 and pair._kept_trusted is not None
     assert [t.evaluation.status for t in traces] == [Status.PASSED] * 4, [t.evaluation.log for t in traces]
+
+
+def test_the_trusted_reference_is_not_assessed_against_the_fp64_oracle_and_the_same_code_submitted_is(tmp_path: Path):
+    """The eager reference is the standard of precision: as a trusted job no fp64 run is made for it; the
+    same code submitted (untrusted) is assessed as any solution is."""
+    from solbench.exec.jobs import Job, evaluate_job
+
+    problem = inline_problem("tanh", "import torch\n\ndef run(x):\n    return torch.tanh(x) * 3\n", {"x": ([64], "float32")}, {"y": ([64], "float32")})
+    options = EvalOptions(device="cpu", trials=1, hidden=0, timing=False, cache_root=tmp_path, static_analysis=False)
+    trusted: list = []
+    submitted: list = []
+    with WorkerPair.for_options("cpu", options) as pair:
+        evaluate_job(Job(problem, reference_solution(problem), None, trusted=True), options, trusted.append, workers=pair)
+        evaluate_job(Job(problem, reference_solution(problem), None), options, submitted.append, workers=pair)
+    (kept,), (judged,) = trusted, submitted
+    assert kept.evaluation.status == judged.evaluation.status == Status.PASSED
+    assert kept.evaluation.correctness.precision is None and kept.evaluation.phases.get("precision", 0.0) == 0.0
+    assert judged.evaluation.correctness.precision == "float32" and judged.evaluation.phases["precision"] > 0

@@ -4,7 +4,9 @@ workload on the CPU through the real evaluator (correctness only: the timing is 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -35,12 +37,33 @@ def test_the_set_has_what_it_promises(problems) -> None:
     assert (SET / "MANIFEST.md").read_text().count("| `solbench dataset extract") >= 15
 
 
-SHARES = 12  # the set in this many tests, so that the test processes (pytest-xdist) share its 15 minutes of CPU
+SHARES = 12  # the set in this many tests, so that the test processes (pytest-xdist) share its minutes of CPU
+# Seconds each problem's self-check took (benchmarks/self_check_cost.py --write-balance): the shares are made of
+# equal cost, longest first, so that no share holds back the end of the suite; a problem not listed counts the median.
+SECONDS = json.loads((Path(__file__).with_name("models_self_check_seconds.json")).read_text())
+
+
+def shares_of_equal_cost(problems: list, count: int) -> list[list]:
+    known = sorted(SECONDS.values())
+    default = known[len(known) // 2] if known else 1.0
+    cost = {problem.name: SECONDS.get(problem.name, default) for problem in problems}
+    loads, shares = [0.0] * count, [[] for _ in range(count)]
+    for problem in sorted(problems, key=lambda problem: (-cost[problem.name], problem.name)):
+        lightest = loads.index(min(loads))
+        shares[lightest].append(problem)
+        loads[lightest] += cost[problem.name]
+    return shares
+
+
+def test_the_shares_hold_every_problem_once(problems) -> None:
+    shares = shares_of_equal_cost(problems, SHARES)
+    assert sorted(p.name for share in shares for p in share) == sorted(p.name for p in problems)
+    assert len(SECONDS) >= 0.9 * len(problems), "models_self_check_seconds.json is stale: run benchmarks/self_check_cost.py --write-balance"
 
 
 @pytest.mark.parametrize("share", range(SHARES))
 def test_every_reference_passes_against_itself_at_its_smallest_workload_on_the_cpu(problems, share: int) -> None:
-    mine = problems[share::SHARES]
+    mine = shares_of_equal_cost(problems, SHARES)[share]
     jobs = [Job(problem, reference_solution(problem), choose_workloads(problem, "smallest:1"), trusted=True) for problem in mine]
     options = EvalOptions(device="cpu", trials=1, timing=False, hidden=0, seed=5, static_analysis=False)
     traces = evaluate_jobs(jobs, options)

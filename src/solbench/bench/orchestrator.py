@@ -268,7 +268,7 @@ class EvaluationRun:
         dps = self.solution.spec.destination_passing_style
         verdicts.precision_flags(workers.build_precision_changes, workers.initial_precision, self.policy, "when the solution was loaded", log)
         apparent: str | None = None
-        assessed = self._precision_assessed()
+        assessed = [] if self._is_the_reference_itself() else self._precision_assessed()
         for trial in range(self.options.trials):
             group = workers.group()
             with phases("inputs"):  # both workers generate the trial's inputs from the seed: nothing crosses into the solution's process
@@ -316,6 +316,13 @@ class EvaluationRun:
 
     def _load_reference(self, described: dict[str, Any]) -> dict[str, Any]:
         return {name: load_output(description, self.session, self.device, trusted=True) for name, description in described.items()}
+
+    def _is_the_reference_itself(self) -> bool:
+        """The trusted eager reference (reference_solution): its precision is the standard, so no fp64 oracle is
+        run to assess it (its torch.compile candidates are still assessed: a compiled baseline must not gain by precision)."""
+        sources = self.solution.sources
+        return (self.workers.trusts(self.solution) and len(sources) == 1 and sources[0].content == self.problem.definition.reference
+                and self.solution.spec.entry_point == "reference.py::run")
 
     def _precision_assessed(self) -> list[str]:
         """The outputs whose precision is assessed against the fp64 oracle (float32/float64 ones)."""
