@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from conftest import PASSING, start_service, table_counts
+from serve_testkit import PASSING, start_service, table_counts
 
 LIMIT = 3
 
@@ -49,7 +49,7 @@ def test_tokens(service, users):
 
 
 def _token_digests(service) -> list[str]:
-    from conftest import rows
+    from serve_testkit import rows
 
     return [row[0] for row in rows(service.db, "SELECT digest FROM tokens")]
 

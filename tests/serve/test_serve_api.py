@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from conftest import ALIASING, PASSING, PATCHING, rows, table_counts
+from serve_testkit import ALIASING, PASSING, PATCHING, rows, table_counts
 
 
 def _submit_cli(service, path, token: str | None, *extra: str) -> subprocess.CompletedProcess[str]:

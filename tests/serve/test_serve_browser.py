@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ALIASING, PASSING, start_service
+from serve_testkit import ALIASING, PASSING, start_service
 
 CHROMIUM = os.environ.get("SOLBENCH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 playwright_api = pytest.importorskip("playwright.sync_api", reason="the Python package playwright is not installed (pip install playwright)")

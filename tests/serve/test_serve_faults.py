@@ -9,7 +9,7 @@ import os
 import signal
 import time
 
-from conftest import PASSING, rows, start_service
+from serve_testkit import PASSING, rows, start_service
 
 SUBMISSIONS = 4
 LEASE_S = 3

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import json
 
-from conftest import PASSING, rows, start_service
+from serve_testkit import PASSING, rows, start_service
 
 CLIENTS, EACH = 20, 10
 BOUND_S = 300.0

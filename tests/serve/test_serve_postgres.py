@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import free_port, rows, start_service
+from serve_testkit import free_port, rows, start_service
 
 pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'solbench[serve]')")
 
@@ -63,7 +63,7 @@ def test_the_service_on_postgresql(postgres_url, tmp_path):
     from alembic.migration import MigrationContext
     from sqlalchemy import create_engine
 
-    from conftest import ALIASING, PASSING
+    from serve_testkit import ALIASING, PASSING
     from solbench.serve.models import Base
 
     service = start_service(tmp_path, postgres_url)

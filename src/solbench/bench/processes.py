@@ -79,7 +79,7 @@ class WorkerProcess:
             extra = self.channel.pending()
         except ChannelTimeout:
             self.kill()
-            raise WorkerTimeout(f"{command} did not finish within {timeout:.0f} s") from None
+            raise WorkerTimeout(f"{command} did not finish within {timeout:.0f} s" if timeout >= 1 else f"{command} did not finish within {timeout:.2g} s") from None
         except ChannelClosed:
             raise WorkerCrashed(f"the {self.role} worker died during {command}: {self.exit_description()}") from None
         if answer.get("nonce") != nonce or extra:

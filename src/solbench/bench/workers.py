@@ -311,7 +311,7 @@ class WorkerPair:
             return self._typed(self.worker, request, _remaining(deadline), answer)
         except WorkerTimeout as exc:
             self.restart_solution_worker()
-            raise Outcome(Status.TIMEOUT, str(exc)) from None
+            raise Outcome(Status.TIMEOUT, f"{exc} (what was left of the workload's time limit, --timeout)") from None
         except WorkerCrashed as exc:
             self.restart_solution_worker()
             raise Outcome(Status.RUNTIME_ERROR, str(exc)) from None
