@@ -32,8 +32,9 @@ from solbench.serve.models import Baseline, Job, Submission
 POLL_S = 0.5
 
 
-class Stopped(Exception):
-    """SIGTERM: unwind the evaluation in flight and hand the jobs back."""
+class Stopped(BaseException):
+    """SIGTERM: unwind the evaluation in flight and hand the jobs back (a BaseException, as KeyboardInterrupt
+    is, so that the evaluator's per-job `except Exception` does not take it for the job's own failure)."""
 
 
 def evaluation_options(config: ServeConfig) -> tuple[Any, str, str]:
