@@ -170,7 +170,6 @@ class EvaluationRun:
         lines = (trace.evaluation.log or "").splitlines()
         first = [line.strip() for line in lines if says_out_of_memory(line)][:1] or lines[:1]
         with device_alone():
-            self.workers.stop_solution_worker()
             if self.device.startswith("cuda"):
                 import torch
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from solbench.data.trace import Trace
 from solbench.exec.collect import Collector
-from solbench.exec.jobs import Job, evaluate_job, kept_workers
+from solbench.exec.jobs import Job, evaluate_in_turn, kept_workers
 
 if TYPE_CHECKING:
     from solbench.bench.orchestrator import EvalOptions
@@ -47,16 +47,7 @@ def evaluate_jobs(jobs: Iterable[Job], options: EvalOptions, *, executor: str = 
         run_slots(jobs, options, collector, concurrent, before_job)
     elif executor == "serial":
         with kept_workers(options) as workers:
-            for job in jobs if workers is not None else ():
-                if job.trusted:  # before any of them is started ahead
-                    workers.trust(job.solution)
-            for index, job in enumerate(jobs):
-                if workers is not None:  # the next jobs' solution workers start while this job is evaluated
-                    workers.plan_next([later.solution for later in jobs[index + 1:index + 1 + workers.spares_ahead]])
-                if before_job is not None:
-                    before_job(index)
-                evaluate_job(job, options, lambda trace, index=index: collector.add(index, trace), workers=workers)
-                collector.finish(index)
+            evaluate_in_turn(jobs, list(range(len(jobs))), options, workers, collector.add, collector.finish, before_job)
     elif executor == "pool":
         from solbench.exec.lanes import plan_lanes
         from solbench.exec.pool import run_pool

@@ -67,6 +67,25 @@ def kept_workers(options: EvalOptions) -> Iterator[WorkerPair | None]:
         yield pair
 
 
+def evaluate_in_turn(jobs: list[Job], indices: list[int], options: EvalOptions, workers: WorkerPair | None,
+                     add: Callable[[int, Trace], None], finish: Callable[[int], None],
+                     before_job: Callable[[int], None] | None = None) -> None:
+    """The jobs at `indices`, one after another in one worker pair: trusted code is known as such before
+    any worker is started ahead, the next jobs' solution workers start while one is evaluated; each trace
+    goes to add(index, trace), then finish(index) once the job is done."""
+    if workers is not None:
+        for index in indices:
+            if jobs[index].trusted:
+                workers.trust(jobs[index].solution)
+    for position, index in enumerate(indices):
+        if workers is not None:
+            workers.plan_next([jobs[later].solution for later in indices[position + 1:position + 1 + workers.spares_ahead]])
+        if before_job is not None:
+            before_job(index)
+        evaluate_job(jobs[index], options, lambda trace, index=index: add(index, trace), workers=workers)
+        finish(index)
+
+
 def evaluate_job(job: Job, options: EvalOptions, emit: Callable[[Trace], None], done: frozenset[str] = frozenset(),
                  workers: WorkerPair | None = None) -> None:
     """Evaluate one job, handing each trace to emit as it is known; `done`: workloads already

@@ -11,7 +11,7 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from solbench.exec.collect import Collector
-from solbench.exec.jobs import Job, evaluate_job, kept_workers
+from solbench.exec.jobs import Job, evaluate_in_turn, kept_workers
 
 if TYPE_CHECKING:
     from solbench.bench.orchestrator import EvalOptions
@@ -44,22 +44,15 @@ def run_slots(jobs: list[Job], options: EvalOptions, collector: Collector, concu
         with handed:
             collector.add(index, trace)
 
+    def finish(index: int) -> None:
+        with handed:
+            collector.finish(index)
+
     def slot() -> None:
         try:
             with kept_workers(options) as workers:
                 while (group := next_group()) is not None:
-                    if workers is not None:
-                        for index in group:
-                            if jobs[index].trusted:
-                                workers.trust(jobs[index].solution)
-                    for position, index in enumerate(group):
-                        if workers is not None:  # the problem's next jobs' solution workers start while this one is evaluated
-                            workers.plan_next([jobs[later].solution for later in group[position + 1:position + 1 + workers.spares_ahead]])
-                        if before_job is not None:
-                            before_job(index)
-                        evaluate_job(jobs[index], options, lambda trace, index=index: add(index, trace), workers=workers)
-                        with handed:
-                            collector.finish(index)
+                    evaluate_in_turn(jobs, group, options, workers, add, finish, before_job)
         except BaseException as exc:  # noqa: BLE001 - a harness bug: the run stops, the first one is raised in the caller
             failures.append(exc)
             stop.set()

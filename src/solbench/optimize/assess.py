@@ -10,12 +10,9 @@ from solbench.data.hidden import is_held_out
 from solbench.data.problem import Problem
 from solbench.data.trace import Status, Trace
 from solbench.score.aggregate import problem_score, score_workload
-from solbench.score.baselines import BaselineEntry, definition_hash
+from solbench.score.baselines import EAGER, BaselineEntry, candidate_result, make_entry
 from solbench.score.formula import FASTER_THAN_SOL
 from solbench.score.summary import WorkloadScore
-
-EAGER = "eager"
-
 
 @dataclass
 class Assessment:
@@ -28,16 +25,15 @@ class Assessment:
 
 
 def baseline_entries(problem: Problem, traces: list[Trace]) -> dict[str, BaselineEntry]:
-    """T_b per published workload from the reference's traces (its latency where it PASSED)."""
+    """T_b per published workload from the reference's traces (its latency where it PASSED), as a run's
+    baselines are made with the eager candidate alone."""
     entries = {}
     for trace in traces:
-        evaluation = trace.evaluation
-        performance = evaluation.performance if evaluation is not None else None
-        latency = performance.latency_ms if performance is not None and evaluation.status == Status.PASSED else None
-        entries[trace.workload.uuid] = BaselineEntry(
-            problem=problem.name, workload=trace.workload.uuid, definition_hash=definition_hash(problem), baseline_ms=latency,
-            candidate=EAGER if latency is not None else None, reference_ms=latency, sol_ms=performance.sol_ms if performance else None,
-            sol_roofline_ms=performance.sol_roofline_ms if performance else None, sol_floor_ms=performance.sol_floor_ms if performance else None)
+        performance = trace.evaluation.performance if trace.evaluation is not None else None
+        entries[trace.workload.uuid] = make_entry(problem, trace.workload.uuid, [candidate_result(EAGER, trace)],
+                                                  performance.sol_ms if performance else None,
+                                                  roofline_ms=performance.sol_roofline_ms if performance else None,
+                                                  floor_ms=performance.sol_floor_ms if performance else None)
     return entries
 
 

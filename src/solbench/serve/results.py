@@ -107,11 +107,5 @@ def sol_breakdown(problem: LoadedProblem, workloads: list[Any], spec: Any) -> di
         except Exception as exc:  # noqa: BLE001 - a missing breakdown loses a table row, not the baselines
             found[workload.uuid] = {"error": f"{type(exc).__name__}: {str(exc)[:200]}"}
             continue
-        found[workload.uuid] = {
-            "flops": result.flops, "bytes": result.bytes_cache_aware, "flops_by_unit": dict(result.flops_by_unit),
-            "bytes_unfused": result.bytes_unfused, "bytes_fused": result.bytes_fused, "bytes_cache_aware": result.bytes_cache_aware,
-            "t_compute_ms": result.t_compute_s * 1e3, "t_unfused_ms": result.t_unfused_s * 1e3, "t_fused_ms": result.t_fused_s * 1e3,
-            "t_roofline_ms": result.t_roofline_s * 1e3, "t_floor_ms": result.t_floor_s * 1e3, "t_sol_ms": result.t_sol_s * 1e3,
-            "floor": result.floor, "bottleneck": result.bottleneck, "uncovered_ops": list(result.uncovered_ops), "policy": result.policy,
-        }
+        found[workload.uuid] = {**result.to_json(), "bytes": result.bytes_cache_aware}
     return found
