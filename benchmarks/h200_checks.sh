@@ -40,14 +40,7 @@ WORK=${WORK:-/tmp/h200-work}  # bulky outputs (sharded sweeps' traces and run fo
 SWEEP_LIMIT=${SWEEP_LIMIT:-540}; SWEEP_SHARDS=${SWEEP_SHARDS:-6}; MODELS_SHARDS=${MODELS_SHARDS:-6}  # 20 runs at a time filled the H200 (2026-12-02)
 [ ${#steps[@]} -eq 0 ] && steps=(gate gpu-tests corpus overhead)
 
-step() {  # name, limit in seconds, command...
-  local name=$1 limit=$2
-  shift 2
-  local started=$SECONDS
-  timeout --kill-after=10 "$limit" "$@" > "$OUT/$name.log" 2>&1
-  local rc=$?
-  echo "$name: rc=$rc in $((SECONDS - started)) s (limit $limit s)" | tee -a "$OUT/summary.txt"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/gpu_steps.sh"
 
 for name in "${steps[@]}"; do
   case $name in

@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from solbench.bench.exclusive import timed_section
 from solbench.bench.workers import compile_cache_environment
 from solbench.data.definition import Definition
@@ -20,9 +22,9 @@ from solbench.exec.precompile import Precompiler, default_processes
 REFERENCE = "import torch\n\n\n@torch.no_grad()\ndef run(x):\n    return torch.nn.functional.silu(x) * 2.0 + 1.0\n"
 
 
-def tiny_problem() -> Problem:
+def tiny_problem(name: str = "ahead_silu") -> Problem:
     definition = Definition.model_validate({
-        "name": "ahead_silu", "axes": {"N": {"type": "var"}}, "inputs": {"x": {"shape": ["N"], "dtype": "float32"}},
+        "name": name, "axes": {"N": {"type": "var"}}, "inputs": {"x": {"shape": ["N"], "dtype": "float32"}},
         "outputs": {"y": {"shape": ["N"], "dtype": "float32"}}, "reference": REFERENCE})
     return Problem(definition, [Workload.model_validate({"uuid": "n256", "axes": {"N": 256}, "inputs": {"x": {"type": "random"}}})])
 
@@ -53,6 +55,44 @@ def test_a_compile_ahead_fills_the_cache_that_the_next_compile_of_the_same_refer
     assert again.returncode == 0, again.stderr
     found = json.loads(again.stdout.strip().splitlines()[-1])
     assert found["error"] is None and found["hits"] >= 1  # loaded from the cache, not compiled again
+
+
+def test_one_compile_process_serves_the_next_compiles_and_a_dead_one_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A pool thread keeps its compile process: the second problem is compiled by the same process
+    (what the references print never reaches the results); a process killed between compiles is
+    replaced by a fresh one, and after COMPILES_PER_PROCESS compiles a process is retired."""
+    import os
+    import signal
+
+    import solbench.exec.precompile as precompile
+
+    ahead = Precompiler(tmp_path / "cache", "cpu", 1)
+    try:
+        first, second = tiny_problem("ahead_a"), tiny_problem("ahead_b")
+        second.definition.reference = "print('noise from the reference')\n" + REFERENCE  # its graph is the first's: loaded, not compiled again
+        ahead.submit(first, first.workloads, "default")
+        assert ahead.futures[-1][1].result(timeout=600)[1] is None
+        (pid,) = list(ahead.running)
+        ahead.submit(second, second.workloads, "default")
+        assert ahead.futures[-1][1].result(timeout=600)[1] is None
+        assert list(ahead.running) == [pid]  # the same process, still there for the next compile
+        os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
+        third = tiny_problem("ahead_c")
+        ahead.submit(third, third.workloads, "default")
+        assert ahead.futures[-1][1].result(timeout=600)[1] is None
+        (replaced,) = list(ahead.running)
+        assert replaced != pid
+        assert ahead.pool.submit(lambda: ahead.local.compiles).result() == 1  # counted from the fresh process on
+        monkeypatch.setattr(precompile, "COMPILES_PER_PROCESS", 1)
+        fourth = tiny_problem("ahead_d")
+        ahead.submit(fourth, fourth.workloads, "default")
+        assert ahead.futures[-1][1].result(timeout=600)[1] is None
+        assert list(ahead.running) != [replaced]  # retired after its one compile
+    finally:
+        outcome = ahead.close()
+    assert outcome.compiled == 4 and outcome.failed == []
+    assert ahead.running == {}
 
 
 def _state(pid: int) -> str:

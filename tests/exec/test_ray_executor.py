@@ -54,10 +54,21 @@ def _task_pids() -> set[int]:
     return pids
 
 
+def _slow_job(job: Job, sleep_s: float) -> Job:
+    """The job's solution with a sleep before each call (its traces then come at least sleep_s apart)."""
+    source = job.solution.sources[0].content + (
+        f"\n\nimport time as _time\n_unslowed_run = run\n\n\ndef run(*args, **kwargs):\n    _time.sleep({sleep_s})\n"
+        "    return _unslowed_run(*args, **kwargs)\n")
+    slow = job.solution.model_copy(update={"name": f"{job.solution.name}-slow", "author": "test",
+                                           "sources": [job.solution.sources[0].model_copy(update={"content": source})]})
+    return Job(job.problem, slow, job.workloads)
+
+
 def test_a_killed_task_is_retried_once_skipping_what_it_reported_then_failed(local_ray: None, capsys: pytest.CaptureFixture) -> None:
     """The Ray worker running the job is killed after the first and after the second trace: the
-    retry skips the first workload and does the second; after the second death the third is failed."""
-    job = reference_job("rmsnorm_llama3_8b", "smallest:3")
+    retry skips the first workload and does the second; after the second death the third is failed.
+    Each call of the solution sleeps, so a task is still on its next workload when the kill lands."""
+    job = _slow_job(reference_job("rmsnorm_llama3_8b", "smallest:3"), sleep_s=0.5)
     killed: list[int] = []
 
     def kill_the_task(trace: Trace) -> None:

@@ -105,3 +105,24 @@ def test_compiled_candidates_are_compiled_ahead_into_the_cache_beside_the_baseli
     assert any(note.startswith("compiled ahead: 1 candidate(s) in 1 process(es)") for note in outcome.summary.notes), outcome.summary.notes
     cache = inputs.baseline_dir / "compile-cache" / "H200"
     assert any((cache / "inductor").rglob("*")) and outcome.summary.phases_s["compile ahead"] > 0
+
+
+def test_the_problem_whose_compiled_candidates_look_quickest_is_planned_first(tmp_path: Path):
+    """With compiled candidates, the reference with the fewest matmuls and convolutions (max-autotune
+    tunes each) goes first and the others keep their order; without them the order is the selection's."""
+    from solbench.bench.orchestrator import reference_solution
+    from solbench.data.problem import Problem
+
+    def plan(name: str, reference: str, compiled: bool) -> pipeline.ProblemPlan:
+        problem = load_problems([VECTOR_SCALE])[0]
+        problem = Problem(problem.definition.model_copy(update={"name": name, "reference": reference}), problem.workloads)
+        tags = ["eager", "compile-default"] if compiled else ["eager"]
+        return pipeline.ProblemPlan(problem, candidates=[Job(problem, reference_solution(problem), [], tag=tag) for tag in tags])
+
+    gemm = "def run(a, b):\n    return a @ b\n"
+    conv = "import torch\ndef run(x, w):\n    return torch.nn.functional.conv2d(x, w).matmul(w)\n"
+    norm = "import torch\ndef run(x):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
+    plans = [plan("conv", conv, True), plan("gemm", gemm, True), plan("norm", norm, True), plan("tail", gemm, True)]
+    assert [p.problem.name for p in pipeline.quickest_first(plans)] == ["norm", "conv", "gemm", "tail"]
+    eager_only = [plan("conv", conv, False), plan("norm", norm, False)]
+    assert [p.problem.name for p in pipeline.quickest_first(eager_only)] == ["conv", "norm"]

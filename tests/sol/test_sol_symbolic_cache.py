@@ -119,3 +119,34 @@ def test_worker_processes_give_the_results_of_one_process(tmp_path):
     assert [r["problem"] for r in alone] == ["scale_a", "scale_a", "scale_b", "scale_b", "scale_c", "scale_c"]
     assert alone[1]["bytes_fused"] == 64 * 8 * 4 * 2
     assert pooled == alone
+
+
+# a causal mask made from the sizes feeds the scores: a symbolic capture cannot stand for the workloads
+MASKED = """import torch
+
+def run(q, k):
+    s = q @ k.transpose(-1, -2)
+    n = q.shape[-2]
+    mask = torch.triu(torch.ones(n, n, dtype=torch.bool), 1)
+    s = s.masked_fill(mask, float("-inf"))
+    for _ in range(20):
+        s = torch.tanh(s) * 2.0
+    return torch.softmax(s, -1)
+"""
+
+
+def test_a_symbolic_capture_that_needs_values_stops_where_that_is_known_and_the_workloads_are_captured_with_them(tmp_path):
+    """The capture ends at the masked_fill (the ops after it are never recorded: a cost the analysis
+    would throw away) and says why; every workload is then captured on its own, with the mask's values."""
+    folder = write_problem(tmp_path / "masked", MASKED, {"q": {"shape": ["S", "D"], "dtype": "float32"}, "k": {"shape": ["S", "D"], "dtype": "float32"}},
+                           {"p": {"shape": ["S", "S"], "dtype": "float32"}}, {"S": {"type": "var"}, "D": {"type": "const", "value": 8}},
+                           [{"axes": {"S": s}, "inputs": {"q": {"type": "random"}, "k": {"type": "random"}}} for s in (16, 32)])
+    (problem,) = load_problems([folder])
+    made = capture_symbolic(problem, problem.workloads[0], decomposition_for)
+    assert made.needs_values == "a mask-like constant of symbolic size feeds the computation: its values are needed"
+    assert made.graph.nodes == []  # stopped there: none of the 40 pointwise ops after the mask was captured
+    captures = Captures(problem, decomposition_for)
+    for workload in problem.workloads:
+        graph = captures.graph(workload)
+        assert graph.mode == "fake" and sum(node.packet == "tanh" for node in graph.nodes) == 20
+    assert captures.concrete_only == made.needs_values and captures.captured == 3  # one symbolic try, then one capture per workload

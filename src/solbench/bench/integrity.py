@@ -26,6 +26,7 @@ WATCHED_MODULES = (
     "builtins", "time", "os", "sys", "select", "json", "math", "statistics", "threading", "mmap", "secrets", "gc", "ctypes",
     "numpy", "torch", "torch.cuda", "torch.nn.functional", "torch.backends", "torch.backends.cuda", "torch.backends.cudnn",
     "torch.multiprocessing.reductions", "torch.utils.dlpack", "cupti", "cupti.cupti", "cuda.bindings.runtime", "cuda.bindings.driver",
+    "pynvml",  # the energy counter's reader (solbench.energy.counter), where nvidia-ml-py is installed
 )
 WATCHED_PREFIXES = ("solbench.",)  # and every module of the package, all of it
 WATCHED_CLASSES = ("torch.Tensor", "torch._C.TensorBase", "torch.cuda.Event", "torch.cuda.Stream", "torch.device", "torch.dtype",

@@ -83,15 +83,22 @@ class RunRequest(Request):
     repeat: bool = False
     timer: str = "auto"
     launch_gate: bool = False
+    nvtx: str | None = Field(default=None, max_length=64)  # the call runs inside an NVTX range of this name (ncu profiles that range)
+    timeline: bool = False  # answer the call's device activity spans (CUPTI), for solbench profile's gap decomposition
 
 
-class TimeRequest(Request):
+class CallsRequest(Request):
+    """Calls of the solution on fresh inputs drawn from `seed` (`check`: calls whose outputs come back)."""
+
     workload: Workload
     seed: int
     dps: bool
     check: list[int] = Field(default_factory=list)
     outputs: dict[str, OutputSpec]
     blob_dir: str
+
+
+class TimeRequest(CallsRequest):
     warmup: int = 3
     min_iterations: int = 20
     max_iterations: int = 1000
@@ -100,6 +107,16 @@ class TimeRequest(Request):
     timer: str = "auto"
     launch_gate: bool = False
     launch_series: int = Field(default=0, ge=0, le=100)  # behind the gate: this many more calls without it (launch_overhead_ms)
+
+
+class EnergyRequest(CallsRequest):
+    """Energy per call (solbench.energy): idle power, then a window of the timed calls' setup alone (fresh
+    inputs, outputs, L2 flush), then a window of the same calls (`check`: calls whose outputs come back)."""
+
+    window_s: float = Field(default=1.0, gt=0, le=60)
+    idle_s: float = Field(default=0.3, gt=0, le=60)
+    min_calls: int = Field(default=1, ge=1, le=1000)
+    timer: str = "auto"
 
 
 # --- answers ---------------------------------------------------------------------------------------
@@ -146,6 +163,7 @@ class RunAnswer(Answer):
     returned: list[str]
     aliased_outputs: list[str] = Field(default_factory=list)
     modified_inputs: list[str] = Field(default_factory=list)
+    spans_ms: list[tuple[float, float]] = Field(default_factory=list)  # with timeline: (start, end) of each activity, from the call's first start
 
 
 class TimeAnswer(Answer):
@@ -158,13 +176,34 @@ class TimeAnswer(Answer):
     ungated_times_ms: list[float] = Field(default_factory=list)  # the launch series: spans of calls timed without the gate
 
 
+class EnergyWindow(Message):
+    start_mj: int
+    end_mj: int
+    seconds: float
+    steps: int = Field(ge=0)
+    updates: list[tuple[int, int]] = Field(default_factory=list, max_length=100_000)  # (counter mJ, steps done) at each update seen
+
+
+class EnergyAnswer(Answer):
+    """The counter's readings of each window (none, with the note, where it cannot be read in the worker),
+    and the outputs of the checked calls and of the last one, as a TimeAnswer hands them back."""
+
+    note: str | None = None
+    idle: EnergyWindow | None = None
+    blank: EnergyWindow | None = None
+    loop: EnergyWindow | None = None
+    calls: int = Field(default=0, ge=0)
+    checked: dict[str, dict[str, Described]] = Field(default_factory=dict)
+    aliased_outputs: list[str] = Field(default_factory=list)
+
+
 REQUESTS: dict[str, type[Request]] = {
     "hello": HelloRequest, "load_problem": LoadProblemRequest, "build": BuildRequest, "prepare": PrepareRequest,
-    "expect": ExpectRequest, "run": RunRequest, "time": TimeRequest,
+    "expect": ExpectRequest, "run": RunRequest, "time": TimeRequest, "energy": EnergyRequest,
 }
 ANSWERS: dict[str, type[Answer]] = {
     "hello": HelloAnswer, "load_problem": LoadProblemAnswer, "build": BuildAnswer, "prepare": ExpectAnswer,
-    "expect": ExpectAnswer, "run": RunAnswer, "time": TimeAnswer,
+    "expect": ExpectAnswer, "run": RunAnswer, "time": TimeAnswer, "energy": EnergyAnswer,
 }
 ENVELOPE = ("cmd", "nonce", "ok")
 

@@ -43,6 +43,14 @@ class EvalOptions:
     log_limit: int = 16_000
     static_analysis: bool = True  # refuse sources with reject findings (REWARD_HACK) before anything runs
     sandbox: str = "auto"  # OS sandbox of the solution worker: auto (best that works) | bwrap (required) | none
+    # a submitted solution, once, under compute-sanitizer first (memcheck; racecheck where it uses shared memory) on its smallest
+    # workload: a report makes its traces INCORRECT_NUMERICAL (solbench.profile.memcheck)
+    memcheck: bool = False
+    # energy per call after timing (solbench.energy): the counter's windows are aligned to its updates (~0.1 s apart); each
+    # workload pays idle_s + 2 x window_s, plus up to ~0.1 s per window waiting for an update
+    energy: bool = False
+    energy_window_s: float = 1.0
+    energy_idle_s: float = 0.3
 
     def __post_init__(self) -> None:
         import re
@@ -59,8 +67,10 @@ class EvalOptions:
         for name in ("warmup", "verify_timed", "hidden"):
             need(getattr(self, name) >= 0, name, "0 or more")
         need(self.max_iterations >= self.min_iterations, "max_iterations", f"at least min_iterations ({self.min_iterations})")
-        for name in ("timeout_s", "compile_timeout_s", "budget_s", "target_rse", "log_limit"):
+        for name in ("timeout_s", "compile_timeout_s", "budget_s", "target_rse", "log_limit", "energy_window_s", "energy_idle_s"):
             need(getattr(self, name) > 0, name, "a positive number")
+        for name in ("energy_window_s", "energy_idle_s"):
+            need(getattr(self, name) <= 60, name, "at most 60 seconds")
         need(self.clock_mhz is None or self.clock_mhz > 0, "clock_mhz", "None or a positive clock in MHz")
         need(self.policy in ("auto", "strict", "relaxed"), "policy", "auto, strict or relaxed")
         need(self.timer in ("auto", "cupti", "events"), "timer", "auto, cupti or events")

@@ -17,7 +17,8 @@ from solbench.bench import verdicts
 from solbench.bench.exclusive import device_alone, device_shared, last_wait_s, timed_section
 from solbench.bench.correctness import Comparison, compare_outputs, merge
 from solbench.bench.memory import memory_failure, return_cached_memory, says_out_of_memory
-from solbench.bench.messages import ExpectAnswer, ExpectRequest, OutputSpec, PrepareRequest, RunAnswer, RunRequest, TimeAnswer, TimeRequest
+from solbench.bench.messages import (EnergyAnswer, EnergyRequest, ExpectAnswer, ExpectRequest, OutputSpec, PrepareRequest, RunAnswer, RunRequest,
+                                     TimeAnswer, TimeRequest)
 from solbench.bench.options import DEFAULT_CACHE, EvalOptions
 from solbench.bench.phases import PhaseClock
 from solbench.bench.shm import BlobError
@@ -30,7 +31,7 @@ from solbench.data.hidden import HIDDEN_PREFIX, UNALIGNED_PREFIX, hidden_workloa
 from solbench.data.problem import Problem
 from solbench.data.profiles import resolve_profile
 from solbench.data.solution import Solution
-from solbench.data.trace import Correctness, Evaluation, Performance, Status, Trace
+from solbench.data.trace import Correctness, Energy, Evaluation, Performance, Status, Trace
 from solbench.data.workload import Workload
 
 __all__ = ["DEFAULT_CACHE", "HIDDEN_PREFIX", "INCORRECT", "KEPT_OUTPUTS_BYTES", "STARTUP_TIMEOUT_S", "EvalOptions", "EvaluationRun",
@@ -366,7 +367,59 @@ class EvaluationRun:
         if times is not None:
             performance.sol_ms, performance.sol_roofline_ms = times.sol_ms, times.roofline_ms
             performance.sol_floor_ms, performance.sol_floor_applied = times.floor_ms, times.floor_applied
+        if options.energy:
+            performance.energy = self._energy(workload, deadline, log)
         return performance, verified
+
+    def _energy(self, workload: Workload, deadline: float, log: list[str]) -> Energy:
+        """Energy per call after timing (solbench.energy), in the same worker and with the same fresh inputs and
+        L2 flush as timed calls, the device held alone: the worker measures its windows on the GPU's counter,
+        this process reads the same counter around the request and checks the windows against it, and the
+        outputs of a few calls of the window (chosen here) are compared with the reference's."""
+        from solbench.energy import evaluate as energy
+
+        counter, note = energy.trusted_counter(self.device)
+        if counter is None:
+            log.append(f"note [energy]: {note}")
+            return Energy(note=note)
+        chooser = random.SystemRandom()
+        seed = chooser.randrange(2**31)
+        check = sorted(chooser.sample(range(energy.CHECK_SPAN), min(self._checkable_calls(workload), energy.CHECKED_CALLS)))
+        group = self.workers.group()
+        request = EnergyRequest(workload=workload, seed=seed, dps=self.solution.spec.destination_passing_style, check=check,
+                                outputs=self._output_specs(workload), blob_dir=str(self.session.root), window_s=self.options.energy_window_s,
+                                idle_s=self.options.energy_idle_s, min_calls=energy.CHECK_SPAN, timer=self.options.timer, group=group)
+        with self.phases("energy"), timed_section():
+            before, started = counter.read_mj(), time.monotonic()
+            answer = self.workers.ask_solution(request, deadline, EnergyAnswer)
+            after, elapsed = counter.read_mj(), time.monotonic() - started
+        self.phases.move("energy", "device wait", last_wait_s())
+        self.workers.release_later("solution", group)
+        if answer.idle is None or answer.blank is None or answer.loop is None:  # the worker cannot read the counter
+            note = answer.note or "energy not measured: the worker reported no window"
+            log.append(f"note [energy]: {note}")
+            return Energy(note=note)
+        verdicts.precision_flags(answer.precision_changes, self.workers.initial_precision, self.policy, "while its energy was measured", log)
+        finding = energy.check_answer(answer, before, after, elapsed, counter.power_limit_w)
+        if finding:
+            raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [energy-counter]: the worker's energy readings cannot be true: {finding}")
+        with self.phases("verify"), device_shared():
+            self._verify_timed_calls(workload, seed, check, answer, deadline, log)  # type: ignore[arg-type] - hands back outputs as a TimeAnswer does
+        with self.phases("sol"):
+            from solbench.sol.calibrate import spec_for_run
+
+            try:
+                spec = spec_for_run(self.options.hardware, self.device, self.options.clock_mhz)
+            except Exception:  # noqa: BLE001 - an unknown spec is said where T_SOL is priced; here it means no E_SOL
+                spec = None
+            if self._captures is None and spec is not None:
+                from solbench.sol.analysis import shared_captures
+
+                self._captures = shared_captures(self.problem)
+            sol_j, sol_note = energy.sol_energy(self.problem, workload, spec, self.policy, self._captures, self.options.sol_floor)
+        recorded, lines = energy.record(answer, sol_j, sol_note)
+        log += lines
+        return recorded
 
     def _checkable_calls(self, workload: Workload) -> int:
         """verify_timed, fewer where the outputs kept for checking would take more than
@@ -501,6 +554,11 @@ def evaluate(problem: Problem, solution: Solution, options: EvalOptions | None =
     traces = []
     chosen = list(workloads) if workloads is not None else list(problem.workloads)
     try:
+        memcheck = None
+        if options.memcheck:  # the solution once under compute-sanitizer first; its verdict goes on every trace
+            from solbench.profile.memcheck import memcheck_first
+
+            memcheck = memcheck_first(problem, solution, options, run.workers, chosen, skip)
         run.start(first=next((workload for workload in chosen if workload.uuid not in skip), None))
         if (workloads is None) if held_out is None else held_out:  # held-out workloads, drawn for this run only
             chosen += _hidden(problem, options, run.seed, skip)
@@ -508,6 +566,8 @@ def evaluate(problem: Problem, solution: Solution, options: EvalOptions | None =
             if workload.uuid in skip:
                 continue
             trace = run.evaluate_workload(workload)
+            if memcheck is not None:
+                memcheck.apply(trace)
             return_cached_memory(run.device)
             traces.append(trace)
             if on_trace is not None:

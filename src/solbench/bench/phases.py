@@ -8,8 +8,11 @@ from typing import Iterator
 
 # The phases a trace records (seconds); "sol" is the speed-of-light analysis of the workload (the
 # problem's capture is made on its first workload); "device wait" is a timed section's wait for other
-# evaluations' correctness work on the same device (run --concurrent); "other" is the rest of the workload's wall time.
-PHASES = ("start", "build", "inputs", "reference", "correctness", "precision", "timing", "device wait", "verify", "sol", "other")
+# evaluations' correctness work on the same device (run --concurrent); "energy" the energy windows (--energy, solbench.energy);
+# "memcheck" the solution's evaluation under compute-sanitizer (--memcheck, the run's, in its first trace);
+# "other" is the rest of the workload's wall time.
+PHASES = ("start", "build", "memcheck", "inputs", "reference", "correctness", "precision", "timing", "energy", "device wait", "verify", "sol",
+          "other")
 
 
 class PhaseClock:

@@ -7,6 +7,7 @@ import secrets
 import signal
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,15 @@ from solbench.bench.protocol import Channel, ChannelClosed, ChannelTimeout
 
 if TYPE_CHECKING:
     from solbench.bench.sandbox import SandboxPlan
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """A program that starts the worker (a profiler, a sanitizer: `argv` goes before the worker's own
+    command, inside the sandbox) and the variables it adds to the worker's environment."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
 
 
 class WorkerTimeout(Exception):
@@ -40,20 +50,24 @@ class WorkerProcess:
     """One worker in its own process session, talking over a private pipe pair."""
 
     def __init__(self, role: str, device: str, log_path: Path, env: dict[str, str] | None = None,
-                 sandbox: SandboxPlan | None = None, preload_compiler: bool = False):
+                 sandbox: SandboxPlan | None = None, preload_compiler: bool = False, launcher: Launcher | None = None):
         """With a sandbox plan (solbench.bench.sandbox), the worker starts under its argv prefix, in its
         scrubbed environment (`env`, if given too, is added on top: trusted extras) and with its resource
         limits. Under bubblewrap, self.process is bwrap (the worker is its child, in the same process
         session, so kill() still reaches it); a worker killed by signal N then ends as exit code 128+N.
         preload_compiler: the worker imports torch.compile's machinery as it starts (for the trusted
         torch.compile candidates: that import alone takes 7-9 s on the H200 host, longer than loading
-        their compiled graphs from the cache, and a worker started ahead does it off the critical path)."""
-        self.role, self.device, self.log_path, self.sandbox = role, device, log_path, sandbox
+        their compiled graphs from the cache, and a worker started ahead does it off the critical path).
+        launcher: the worker starts under this program (inside the sandbox), with its variables added."""
+        self.role, self.device, self.log_path, self.sandbox, self.launcher = role, device, log_path, sandbox, launcher
         to_worker_read, to_worker_write = os.pipe()
         from_worker_read, from_worker_write = os.pipe()
         log_path.parent.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "solbench.bench.worker", "--role", role, "--read-fd", str(to_worker_read),
                 "--write-fd", str(from_worker_write), "--device", device] + (["--preload-compiler"] if preload_compiler else [])
+        if launcher is not None:
+            base = env if env is not None else ({} if sandbox is not None else dict(os.environ))  # a sandbox brings its own environment
+            argv, env = [*launcher.argv, *argv], {**base, **launcher.env}
         if sandbox is not None:
             argv, env = sandbox.wrap(argv), {**sandbox.env, **(env or {})}
         with open(log_path, "ab") as log:
@@ -139,6 +153,24 @@ class WorkerProcess:
             except (ChannelClosed, ChannelTimeout):
                 pass
         self.kill()
+
+    def finish(self, timeout: float) -> int | None:
+        """Ask the worker to exit and wait until its process has ended (a launcher, such as a sanitizer,
+        writes its summary and sets its exit code as the worker ends): the exit code, or None where it
+        did not end within `timeout` seconds (it is killed then)."""
+        if self.alive:
+            try:
+                self.channel.send({"cmd": "exit"})
+                self.channel.receive(min(timeout, 10.0))
+            except (ChannelClosed, ChannelTimeout):
+                pass
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+        self.channel.close()
+        return code
 
     def new_log(self, limit: int) -> str:
         """What the worker printed since the last call, at most `limit` characters (the end kept)."""

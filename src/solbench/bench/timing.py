@@ -187,6 +187,7 @@ class CuptiTimer:
         from cupti import cupti
 
         self.outlived_ms = 0.0
+        self.last_spans_ms: list[tuple[float, float]] = []  # the last call's activities (start, end) from its first start
         self._cupti = cupti
         self._records: list[tuple[int, int]] = []
         self._kinds = [getattr(cupti.ActivityKind, name) for name in self._KINDS]
@@ -219,6 +220,8 @@ class CuptiTimer:
         self._cupti.activity_flush_all(1)
         inside = [(s, e) for s, e in self._records if s >= begin and e <= finish]
         self._records.clear()
+        first = min((s for s, _ in inside), default=0)
+        self.last_spans_ms = [((s - first) / 1e6, (e - first) / 1e6) for s, e in sorted(inside)]
         if not inside:
             self.outlived_ms = 0.0
             return 0.0  # no device work at all in this call

@@ -30,8 +30,9 @@ from solbench.bench.ipc import export_cuda, probe_tensor
 from solbench.bench.memory import device_memory, memory_failure, return_cached_memory
 from solbench.bench.messages import (
     ALIAS_MARK,
-    BuildAnswer, BuildRequest, ExpectAnswer, ExpectRequest, HelloAnswer, HelloRequest, LoadProblemAnswer, LoadProblemRequest,
-    MalformedMessage, OutputSpec, PrepareRequest, Request, RunAnswer, RunRequest, TimeAnswer, TimeRequest, parse_request, to_wire,
+    BuildAnswer, BuildRequest, EnergyAnswer, EnergyRequest, EnergyWindow, ExpectAnswer, ExpectRequest, HelloAnswer, HelloRequest,
+    LoadProblemAnswer, LoadProblemRequest, MalformedMessage, OutputSpec, PrepareRequest, Request, RunAnswer, RunRequest, TimeAnswer,
+    TimeRequest, parse_request, to_wire,
 )
 from solbench.bench.precision import oracle_arguments
 from solbench.bench.protocol import Channel, ChannelClosed
@@ -42,10 +43,12 @@ from solbench.data.inputs import generate_inputs
 from solbench.data.problem import Problem
 from solbench.data.reference import reference_module
 from solbench.data.solution import Solution
+from solbench.energy import counter as energy_counter  # pynvml imported now, before any solution code (integrity records it)
+from solbench.energy import window as energy_window
 
 ERROR_TAIL = 4000
 UNJOINED_SLACK_MS = 0.05  # beyond the error of CUPTI's GPU-to-host timestamp conversion
-SOLUTION_STEPS = ("build", "run", "time")  # requests that run solution code: integrity is checked after each
+SOLUTION_STEPS = ("build", "run", "time", "energy")  # requests that run solution code: integrity is checked after each
 POISON_BYTE = 0xFF  # all ones: NaN in every floating dtype (fp32, fp16, bf16, fp8 e4m3fn and e5m2), -1 in integers
 
 
@@ -181,8 +184,9 @@ class Worker:
         # the caching allocator's to share over CUDA IPC or to free when the orchestrator lets go of it
         described = {name: self._describe(self._fresh(value) if self.device.startswith("cuda") else value, request.paths[name], request)
                      for name, value in results.items() if name in request.paths}
+        spans = list(getattr(self.timer, "last_spans_ms", [])) if request.timeline else []  # the judged call's activities (CUPTI)
         return RunAnswer(outputs=described, devices=devices, returned=list(results), aliased_outputs=self._aliased(results, arguments),
-                         modified_inputs=self._modified(arguments, pristine))
+                         modified_inputs=self._modified(arguments, pristine), spans_ms=spans)
 
     def time(self, request: TimeRequest) -> TimeAnswer:
         """Times the callable on fresh inputs for every call (generated here from the request's seed,
@@ -237,6 +241,60 @@ class Worker:
         return TimeAnswer(times_ms=samples.times_ms, method=samples.method, notes=self.notes + samples.notes, checked=checked,
                           calls=state["index"] + 1, aliased_outputs=sorted(aliased), ungated_times_ms=ungated)
 
+    def energy(self, request: EnergyRequest) -> EnergyAnswer:
+        """Energy of the timed calls (solbench.energy.window): idle power, then a window of their setup
+        alone (fresh inputs, outputs allocated, L2 flush, synchronised), then a window of the same steps
+        with the call (each synchronised: no work of a call outlives its step). The outputs of the calls
+        in `check` and of the last call come back, to be compared as timed calls' are."""
+        self._ensure_timer(request.timer, False)
+        counter, note = energy_counter.open_counter(self.device)
+        if counter is None:
+            return EnergyAnswer(note=note)
+        workload, dps, seed = request.workload, request.dps, request.seed
+        check = set(request.check)
+        state: dict[str, Any] = {"index": -1, "blank": 0, "results": None, "arguments": None, "allocated": None}
+        kept: dict[int, dict[str, Any]] = {}
+        aliased: set[str] = set()
+
+        def keep_finished_call() -> None:
+            if state["index"] in check and state["results"] is not None:
+                _admit_outputs(state["results"])
+                self._reject_bad_outputs(state["results"], state["allocated"])
+                aliased.update(self._aliased(state["results"], state["arguments"]))
+                kept[state["index"]] = {name: self._fresh(value) for name, value in state["results"].items()}
+
+        def blank_step() -> None:  # what a call's step costs besides the call (trial numbers no call ever sees)
+            state["blank"] += 1
+            arguments = self._inputs(workload, seed, -state["blank"])
+            outputs = self._allocate_outputs(request.outputs) if dps else None
+            self.flusher()
+            self._synchronize()
+            del arguments, outputs
+
+        def call_step() -> None:
+            keep_finished_call()
+            state["index"] += 1
+            arguments = self._inputs(workload, seed, state["index"])
+            outputs = self._allocate_outputs(request.outputs) if dps else None
+            state.update(results=None, arguments=arguments, allocated=_pointers(outputs))
+            self.flusher()
+            self._synchronize()
+            state["results"] = self._call(arguments, outputs, dps)
+            self._synchronize()
+
+        try:
+            readings = energy_window.measure(counter, blank_step, call_step, request.window_s, request.idle_s,
+                                             min_calls=max(request.min_calls, max(check, default=-1) + 1))
+        except energy_window.CounterStuck as exc:
+            return EnergyAnswer(note=f"energy not measured: {exc}")
+        check.add(state["index"])  # the last call is always checked
+        keep_finished_call()
+        self._synchronize()
+        checked = {str(index): {name: self._describe(value, os.path.join(request.blob_dir, f"nrg-{index}-{name}-{uuid.uuid4().hex[:8]}.bin"), request)
+                                for name, value in results.items()} for index, results in sorted(kept.items())}
+        windows = {name: EnergyWindow(**getattr(readings, name).to_json()) for name in ("idle", "blank", "loop")}
+        return EnergyAnswer(**windows, calls=state["index"] + 1, checked=checked, aliased_outputs=sorted(aliased))
+
     # --- the call and its checks -----------------------------------------------------------------
 
     def _ensure_timer(self, timer: str, launch_gate: bool) -> None:
@@ -263,7 +321,13 @@ class Worker:
         holder: dict[str, Any] = {}
 
         def call() -> None:
-            holder["results"] = self._call(arguments, outputs, dps)
+            if request.nvtx:  # only the solution's call is inside the range (solbench profile: ncu profiles just that)
+                self.torch.cuda.nvtx.range_push(request.nvtx)
+            try:
+                holder["results"] = self._call(arguments, outputs, dps)
+            finally:
+                if request.nvtx:
+                    self.torch.cuda.nvtx.range_pop()
 
         self.flusher()
         self._synchronize()
@@ -612,7 +676,7 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 
 def serve(channel: Channel, worker: Worker) -> None:
     handlers = {"hello": worker.hello, "load_problem": worker.load_problem, "build": worker.build, "prepare": worker.prepare,
-                "expect": worker.expect, "run": worker.run, "time": worker.time}
+                "expect": worker.expect, "run": worker.run, "time": worker.time, "energy": worker.energy}
     while True:
         try:
             request = channel.receive()

@@ -22,7 +22,7 @@ from solbench.bench.messages import (
     Answer, BuildAnswer, BuildRequest, HelloAnswer, HelloRequest, LoadProblemAnswer, LoadProblemRequest, MalformedMessage, Request, REQUESTS,
     parse_answer, to_wire,
 )
-from solbench.bench.processes import WorkerCrashed, WorkerFailed, WorkerForged, WorkerProcess, WorkerTimeout
+from solbench.bench.processes import Launcher, WorkerCrashed, WorkerFailed, WorkerForged, WorkerProcess, WorkerTimeout
 from solbench.bench.shm import Session
 from solbench.bench.verdicts import Outcome
 from solbench.data.problem import Problem
@@ -67,6 +67,8 @@ class WorkerPair:
         self.compile_cache = Path(compile_cache) if compile_cache is not None else None
         self._trusted: list[Solution] = []  # solutions (by identity) whose workers share compile_cache
         self._kept_trusted: WorkerProcess | None = None  # a trusted solution's worker, kept for the next trusted solution
+        self._launchers: list[tuple[Solution, Launcher]] = []  # solutions (by identity) whose workers start under a launcher
+        self.launched: list[WorkerProcess] = []  # the workers started under a launcher since the last launch_under
 
     @classmethod
     def for_options(cls, device: str, options: Any) -> WorkerPair:
@@ -82,6 +84,20 @@ class WorkerPair:
 
     def trusts(self, solution: Solution) -> bool:
         return any(known is solution for known in self._trusted)
+
+    def launch_under(self, solution: Solution, launcher: Launcher | None) -> None:
+        """The solution's next workers start under `launcher` (a profiler, a sanitizer; None: as usual).
+        A worker started ahead for it the other way is dropped, so the next attach starts the right one."""
+        self._launchers = [(known, given) for known, given in self._launchers if known is not solution]
+        if launcher is not None:
+            self._launchers.append((solution, launcher))
+        self.launched = []
+        for _, process in [spare for spare in self.spares if spare[0] is solution]:
+            process.kill()
+        self.spares = [spare for spare in self.spares if spare[0] is not solution]
+
+    def _launcher_for(self, solution: Solution | None) -> Launcher | None:
+        return next((given for known, given in self._launchers if known is solution), None)
 
     def __enter__(self) -> WorkerPair:
         return self
@@ -112,7 +128,7 @@ class WorkerPair:
         if self.worker is not None:
             self.stop_solution_worker()
         kept, self._kept_trusted = self._kept_trusted, None
-        if kept is not None and not (self.trusts(solution) and kept.alive):
+        if kept is not None and not (self.trusts(solution) and kept.alive and self._launcher_for(solution) is None):
             kept.kill()
             kept = None
             self._to_release["solution"] = []
@@ -125,7 +141,8 @@ class WorkerPair:
         healthy worker, which is kept for the next trusted solution (a worker start and torch's first
         calls saved per problem; submitted code never shares a process with anything)."""
         worker, solution = self.worker, self.solution
-        if worker is not None and solution is not None and self.trusts(solution) and worker.alive and self.solution_failure is None:
+        if (worker is not None and solution is not None and self.trusts(solution) and worker.alive and self.solution_failure is None
+                and worker.launcher is None):  # a worker under a profiler or sanitizer is never kept
             self.collect_output()
             self.worker = None
             if self._kept_trusted is not None:
@@ -193,7 +210,11 @@ class WorkerPair:
             writable.append(self.compile_cache)
         plan = plan_sandbox(self.sandbox, writable=writable, device=self.device, home=self.session.root / "home")
         self.environment["sandbox"] = plan.level
-        return WorkerProcess(role, self.device, log, env=extra, sandbox=plan, preload_compiler=compiles)
+        launcher = self._launcher_for(solution)
+        process = WorkerProcess(role, self.device, log, env=extra, sandbox=plan, preload_compiler=compiles, launcher=launcher)
+        if launcher is not None:
+            self.launched.append(process)
+        return process
 
     def _build_folder(self, solution: Solution | None) -> Path:
         """The one folder of the build cache that this solution's build may write."""

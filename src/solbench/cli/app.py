@@ -106,6 +106,8 @@ def _evaluation_options(device: str, trials: int, timeout: float, compile_timeou
         raise typer.BadParameter("timeouts are positive numbers of seconds", param_hint="--timeout")
     if policy not in {"auto", "strict", "relaxed"}:
         raise typer.BadParameter(f"expected strict, relaxed or auto, got {policy!r}", param_hint="--policy")
+    if more.get("energy") and not timing:
+        raise typer.BadParameter("energy is measured after timing, on the timed calls: drop --no-timing", param_hint="--energy")
     return EvalOptions(device=device, trials=trials, timeout_s=timeout, compile_timeout_s=compile_timeout, seed=seed,
                        hardware=hardware, reference_latency=reference_latency, timing=timing, policy=policy, **more)
 
@@ -153,6 +155,7 @@ TimeoutOption = Annotated[float, typer.Option("--timeout", help="Seconds per wor
 CompileTimeoutOption = Annotated[float, typer.Option("--compile-timeout", help="Seconds for building the solution.")]
 SeedOption = Annotated[Optional[int], typer.Option(help="Input seed (default: a fresh random one, recorded in the traces).")]
 OutputOption = Annotated[Optional[Path], typer.Option("--output", "-o", help="Append traces to this JSONL file as each is known.")]
+EnergyOption = Annotated[bool, typer.Option("--energy", help="After timing, measure each workload's energy per call on the GPU's energy counter (NVML; pip install 'solbench[energy]'), its bound E_SOL and the energy score; about 2.5 s more per workload. Without a counter (a CPU, no driver) the traces say why.")]
 SandboxOption = Annotated[str, typer.Option("--sandbox", help="OS sandbox of the solution worker: auto (bubblewrap where it works, else a weaker fallback), bwrap (required) or none.")]
 
 

@@ -10,9 +10,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .app import (ClockOption, CompileTimeoutOption, DeviceOption, HardwareOption, InputProfileOption, OutputOption, PathsArgument, PolicyOption,
+from .app import (ClockOption, CompileTimeoutOption, DeviceOption, EnergyOption, HardwareOption, InputProfileOption, OutputOption, PathsArgument, PolicyOption,
                   SandboxOption, SeedOption, SolFloorOption, SynthesizeOption, TimeoutOption, TrialsOption, _device_defaults, _evaluation_options, _problems_to_run, _input_profile, _print_issue,
                   _progress_line, _sandbox_mode, _trace_sink, app, console, error_console, load_log, LOAD_LOG, reports_user_errors)
+from .profile import MemcheckOption, ProfileRunOption, memcheck_ready, profile_ready, profile_the_run
 from .workloads import choose_workloads as _choose_workloads
 
 
@@ -43,12 +44,15 @@ def eval_command(
     static_analysis: Annotated[bool, typer.Option("--static-analysis/--no-static-analysis", help="Refuse sources that static analysis rejects (REWARD_HACK). Turn off only to test the harness itself.")] = True,
     launch_gate: Annotated[bool, typer.Option("--launch-gate/--no-launch-gate", help="Hold the stream until each call is fully enqueued, so host work between its kernels is not timed (CUDA).")] = True,
     sandbox: SandboxOption = "auto",
+    energy: EnergyOption = False,
+    memcheck: MemcheckOption = False,
 ) -> None:
     """Evaluate a solution on every workload of its problem: correctness, then timing; one trace each."""
     import json
 
     from solbench.bench.clocks import locked_clocks
     from solbench.bench.orchestrator import evaluate, resolve_device
+    from solbench.profile.notes import memcheck_lines
     from solbench.report.eval_tables import traces_table
     from solbench.data.errors import SpecError
     from solbench.data.loaders import load_problems, load_solution
@@ -68,7 +72,9 @@ def eval_command(
     options = _evaluation_options(device, trials, timeout, compile_timeout, seed, hardware, reference_latency, timing, policy,
                                   static_analysis=static_analysis, launch_gate=launch_gate, sandbox=_sandbox_mode(sandbox),
                                   hidden=hidden,  # drawn only when the whole problem is evaluated (no --workload)
-                                  input_profile=_input_profile(input_profile), sol_floor=sol_floor)
+                                  input_profile=_input_profile(input_profile), sol_floor=sol_floor, energy=energy)
+    if memcheck:  # the solution once under compute-sanitizer first, on its smallest workload (solbench.profile.memcheck)
+        options = dataclasses.replace(options, memcheck=memcheck_ready(options.device))
     sink, done = _trace_sink(output, resume)
     skip = {uuid for definition, name, uuid in done if definition == problem.name and name == solution.name}
     device_name = resolve_device(options.device)
@@ -93,11 +99,35 @@ def eval_command(
         print(json.dumps([t.to_json_dict() for t in traces], indent=1))
     else:
         console.print(traces_table(traces, title=f"{solution.name} on {problem.name}"))
+        for line in memcheck_lines(traces):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        for line in _energy_lines(traces):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
         if skip:
             console.print(f"{len(skip & {w.uuid for w in chosen})} workload(s) skipped: already in {output}")
     if any(t.evaluation.status.value != "PASSED" for t in traces):
         raise typer.Exit(1)
 
+
+
+def _energy_lines(traces: list[Any]) -> list[str]:
+    """Per trace with energy measured: joules per call, E_SOL, powers; and each distinct reason energy is missing."""
+    from solbench.report.units import format_joules
+
+    lines, notes = [], []
+    for trace in traces:
+        performance = trace.evaluation.performance if trace.evaluation else None
+        energy = performance.energy if performance is not None else None
+        if energy is None:
+            continue
+        if energy.joules is not None:
+            sol = f", E_SOL {format_joules(energy.sol_j)}" if energy.sol_j is not None else ""
+            score = f", energy score {energy.score:.3f}" if energy.score is not None else ""
+            lines.append(f"energy {trace.workload.uuid[:8]}: {format_joules(energy.joules)} per call{sol}{score} (mean power "
+                         f"{energy.mean_power_w:.0f} W, idle {energy.idle_power_w:.0f} W, {energy.calls} calls in {energy.window_s:.2f} s)")
+        if energy.note and energy.note not in notes:
+            notes.append(energy.note)
+    return lines + [f"note: {note}" for note in notes]
 
 
 CompileModesOption = Annotated[str, typer.Option("--compile-modes", help="torch.compile modes among the baseline candidates, comma-separated, or none. "
@@ -197,6 +227,9 @@ def run_command(
     input_profile: InputProfileOption = "auto",
     synthesize_missing_blobs: SynthesizeOption = False,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time the workloads that pass (--no-timing: correctness only, no scores).")] = True,
+    energy: EnergyOption = False,
+    memcheck: MemcheckOption = False,
+    profile: ProfileRunOption = False,
 ) -> None:
     """The main job: evaluate the solutions (default: each problem's reference), build or reuse the
     baselines, score, write a run folder (traces, baselines, summary, report) and print a summary.
@@ -216,8 +249,11 @@ def run_command(
     problems, refused = _problems_to_run(paths, synthesize_missing_blobs)
     options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, timing, policy,
                                   static_analysis=True, sandbox=_sandbox_mode(sandbox), input_profile=_input_profile(input_profile),
-                                  sol_floor=sol_floor)
+                                  sol_floor=sol_floor, energy=energy)
     options, device_name, workloads = _device_defaults(options, workloads)
+    if memcheck:  # each submitted solution once under compute-sanitizer first (solbench.profile.memcheck)
+        options = dataclasses.replace(options, memcheck=memcheck_ready(options.device))
+    ncu = profile_ready(options.device) if profile else None
     execution = _concurrency(execution, concurrent, options.device)
     selection = [(problem, _choose_workloads(problem, workloads)) for problem in problems]
     given, unmatched = _solution_sets(solutions or [], {p.name for p in problems})
@@ -244,6 +280,9 @@ def run_command(
     total = pipeline.pending_counts(inputs, store, done | done_elsewhere)
     with _RunProgress(total, len(selection)) as progress:
         outcome = _run_pipeline(pipeline, inputs, done | done_elsewhere, progress, sink)
+    if ncu is not None:  # run --profile: each solution profiled after the evaluations, the report drawn again with the charts
+        profile_the_run(selection, inputs, ncu, folder)
+        _write_report(folder)
     for line in _summary_lines(outcome.summary):
         console.print(line, highlight=False, soft_wrap=True)
     for loaded in refused:
@@ -364,7 +403,8 @@ def _summary_lines(summary: Any) -> list[str]:
         median = f"{suite.score_median:.3f}" if suite.score_median is not None else "-"
         rows = [w for w in summary.workloads if (w.solution_set or "") == suite.solution] if suite.solution != "best-of-k" else []
         passed = f", {sum(w.status == 'PASSED' for w in rows)}/{len(rows)} workloads passed" if rows else ""
-        lines.append(_fit(f"suite {suite.solution}: {_suite_size(summary, suite)}, score mean {mean}, median {median}{passed}", SUMMARY_WIDTH))
+        energy = f", energy score mean {suite.energy_score_mean:.3f}" if suite.energy_score_mean is not None else ""
+        lines.append(_fit(f"suite {suite.solution}: {_suite_size(summary, suite)}, score mean {mean}, median {median}{passed}{energy}", SUMMARY_WIDTH))
     hardware = summary.hardware or "none"
     lines.append(_fit(f"T_SOL on {hardware}; device {summary.device}; {summary.wall_s or 0:.0f} s", SUMMARY_WIDTH))
     lines += [_fit(f"note: {note}", SUMMARY_WIDTH) for note in summary.notes]

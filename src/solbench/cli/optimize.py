@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from .profile import MemcheckOption, memcheck_ready, profile_ready
 from .app import (DeviceOption, HardwareOption, PolicyOption, SandboxOption, SeedOption, TimeoutOption, TrialsOption, _device_defaults, _evaluation_options,
                   _sandbox_mode, app, console, error_console, reports_user_errors)
 from .workloads import choose_workloads
@@ -39,6 +40,8 @@ def optimize_command(
     sandbox: SandboxOption = "auto",
     timing_budget: Annotated[Optional[float], typer.Option("--timing-budget", min=0.01, help="Seconds of timed calls per workload (default: the evaluator's, 2 on a CPU).")] = None,
     request_timeout: Annotated[float, typer.Option("--request-timeout", min=1, help="Seconds to wait for the endpoint's reply.")] = 600.0,
+    memcheck: MemcheckOption = False,
+    profile: Annotated[bool, typer.Option("--profile", help="Profile each correct attempt under Nsight Compute on its smallest workload (a GPU and ncu): the proposer gets its kernels and gap decomposition.")] = False,
 ) -> None:
     """An optimisation loop: a proposer gets the problem (reference, signature, workloads, SOL breakdown,
     hardware), proposes a solution, gets the evaluator's feedback, and tries again. Every attempt is
@@ -62,6 +65,9 @@ def optimize_command(
         raise typer.BadParameter(str(exc), param_hint="--device") from None
     if timing_budget is not None:
         options = dataclasses.replace(options, budget_s=timing_budget)
+    if memcheck:  # each attempt once under compute-sanitizer first: its verdict is on the traces and in the feedback
+        options = dataclasses.replace(options, memcheck=memcheck_ready(options.device))
+    ncu = profile_ready(options.device) if profile else None
     selected = choose_workloads(chosen_problem, workloads)
     chosen_problem = dataclasses.replace(chosen_problem, workloads=selected, workload_lines=[])
     hardware_value, spec, spec_note = run_hardware(hardware, device_name)
@@ -70,7 +76,7 @@ def optimize_command(
     options = dataclasses.replace(options, hardware=hardware_value)
     the_proposer = _proposer(proposer, model, api_key_env, request_timeout, chosen_problem, solutions or [], modes, device_name)
     folder = run_dir or _new_run_dir(chosen_problem.name)
-    settings = LoopSettings(iterations=iterations, budget_s=budget_s, resume=resume)
+    settings = LoopSettings(iterations=iterations, budget_s=budget_s, resume=resume, profile=ncu)
     outcome = optimize(chosen_problem, the_proposer, options, spec, folder, settings, on_attempt=_attempt_line)
     if outcome.error and not outcome.records:
         print(f"error: proposer: {outcome.error}", file=sys.stderr)

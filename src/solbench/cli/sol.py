@@ -66,7 +66,10 @@ def sol(
     if clock:
         spec = spec.at_clock(clock)
     if not as_json:  # JSON rows carry it: t_floor_ms, floor (not-in-spec where the spec has none), floor_applied
+        from solbench.report.energy_tables import figures_line
+
         console.print(floor_line(spec, sol_floor), style="dim", markup=False, highlight=False)
+        console.print(figures_line(spec), style="dim", markup=False, highlight=False)  # JSON rows carry e_sol_j where the spec has figures
     paths = _default_paths(paths)
     if jobs == 0:
         jobs = 1 if explain else default_jobs(sum(1 for path in paths for _ in (path.rglob("definition.json") if path.is_dir() else [path])))
@@ -82,15 +85,36 @@ def sol(
                     failures += 1
                     _print_issue(item)
                 continue
-            row = {**item.to_json(), "problem_analysis_s": round(done.elapsed_s, 3)}
+            row = {**item.to_json(), **_energy_bound_json(item, spec), "problem_analysis_s": round(done.elapsed_s, 3)}
             if as_json:
                 print(json.dumps(row), flush=True)
             if output is not None:
                 append_jsonl(output, row)
         if not as_json:
             _print_problem_tables([item for item in items if not isinstance(item, Issue)], explain)
+            _print_energy_table([item for item in items if not isinstance(item, Issue)], spec)
     if failures:
         raise typer.Exit(1)
+
+
+def _energy_bound_json(result: Any, spec: Any) -> dict[str, Any]:
+    """e_sol_j, its parts and notes, where the spec has energy figures (nothing otherwise)."""
+    from solbench.energy.bound import bound_for_spec
+
+    bound, _ = bound_for_spec(result, spec)
+    return bound.to_json() if bound is not None else {}
+
+
+def _print_energy_table(results: list[Any], spec: Any) -> None:
+    from solbench.energy.bound import bound_for_spec
+    from solbench.report.energy_tables import energy_table
+
+    if not results or spec.energy is None:
+        return
+    bounds = [bound_for_spec(result, spec)[0] for result in results]
+    console.print(energy_table(results, bounds, spec.name))
+    for note in dict.fromkeys(note for bound in bounds for note in bound.notes):
+        console.print(f"E_SOL: {note}", style="dim", markup=False)
 
 
 def _project(traces_path: Path | None, to: str | None, source: str | None, paths: list[Path] | None, as_json: bool) -> None:

@@ -34,6 +34,23 @@ class Correctness(SpecModel):
     gross_errors: int | None = None  # elements beyond 100x the tolerance (its relative part at most half the value) or not finite where the reference is (solbench.bench.correctness)
 
 
+class Energy(SpecModel):
+    """Measured energy per call (`--energy`; solbench.energy), beside its bound and score. Absent in traces
+    evaluated without --energy; with only `note` where the counter could not be read (no energy score)."""
+
+    joules: float | None = None  # per call: the window of calls less the blank window of their setup, per step
+    sol_j: float | None = None  # E_SOL on the hardware spec (None: the spec has no energy figures)
+    score: float | None = None  # the energy score (solbench.energy.score), set where a baseline energy is known
+    mean_power_w: float | None = None  # over the window of calls (their untimed setup included)
+    idle_power_w: float | None = None  # measured just before, with nothing running
+    window_s: float | None = None  # the window of calls, aligned to the counter's updates
+    calls: int | None = None  # calls in that window
+    overhead_j: float | None = None  # per step of the blank window (fresh inputs, L2 flush): subtracted
+    resolution_j: float | None = None  # the windows' boundary error per call
+    method: str | None = None  # nvml-total-energy
+    note: str | None = None  # why energy or E_SOL is missing, where it is
+
+
 class Performance(SpecModel):
     latency_ms: float | None = None
     latency_iqr_ms: float | None = None
@@ -50,6 +67,7 @@ class Performance(SpecModel):
     # how much longer a call's device span is without the launch gate (the host's launch gaps between its
     # kernels, as a user without CUDA graphs sees them): median of a short ungated series less latency_ms
     launch_overhead_ms: float | None = None
+    energy: Energy | None = None  # with --energy (solbench.energy)
 
 
 class Evaluation(SpecModel):

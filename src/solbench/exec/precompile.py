@@ -26,6 +26,9 @@ from solbench.bench.exclusive import register, unregister
 from solbench.data.problem import Problem
 from solbench.data.workload import Workload
 
+COMPILES_PER_PROCESS = 24  # then a fresh process: what one reference leaves behind (memory, state) never piles up
+
+
 def default_processes(device: str) -> int:
     """Half the host's cores, up to 8, on a GPU; none on a CPU (compiling there would slow the timed calls)."""
     return max(1, min(8, (os.cpu_count() or 2) // 2)) if device.startswith("cuda") else 0
@@ -41,9 +44,11 @@ class AheadOutcome:
 class Precompiler:
     """Compile processes, `processes` at a time; `submit` queues one problem's candidate in one mode.
 
-    Each compile is a fresh interpreter (`python -m solbench.exec.precompile`, the payload on stdin, the
-    result as one JSON line on stdout), started as the evaluator's workers are started: a child of a
-    multiprocessing pool keys inductor's caches differently, so the workers would find nothing."""
+    Each pool thread keeps a compile process (`python -m solbench.exec.precompile`: a payload per line
+    on stdin, a result per line on stdout) for COMPILES_PER_PROCESS compiles: a fresh interpreter
+    costs about 20 s on an H200 host (importing torch and inductor, and leaving) where a default-mode
+    compile takes 1-4 s. It is a plain interpreter started as the evaluator's workers are started: a
+    child of a multiprocessing pool keys inductor's caches differently, so the workers would find nothing."""
 
     def __init__(self, cache: Path, device: str, processes: int, *, seed: int = 0, input_profile: str = "auto"):
         from solbench.bench.workers import compile_cache_environment
@@ -53,6 +58,7 @@ class Precompiler:
         self.pool = ThreadPoolExecutor(max_workers=processes, thread_name_prefix="compile-ahead")
         self.running: dict[int, subprocess.Popen] = {}
         self.lock = threading.Lock()
+        self.local = threading.local()  # each pool thread's compile process and how many compiles it made
         self.closed = False
         self.paused = False
         self.futures: list[tuple[str, Future]] = []
@@ -81,25 +87,48 @@ class Precompiler:
             self.by_key[key] = future
 
     def _compile(self, payload: dict[str, Any]) -> tuple[float, str | None]:
+        """One compile in this pool thread's compile process (started on first use, and again after
+        COMPILES_PER_PROCESS compiles or when it died)."""
         started = time.perf_counter()
         with self.lock:
             if self.closed:
                 return 0.0, "not started: the run ended"
-            process = subprocess.Popen([sys.executable, "-m", "solbench.exec.precompile"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL, text=True, env=self.environment, start_new_session=True)
-            self.running[process.pid] = process
-            if self.paused:
-                os.kill(process.pid, signal.SIGSTOP)
+            process = getattr(self.local, "process", None)
+            if process is None or process.poll() is not None or self.local.compiles >= COMPILES_PER_PROCESS:
+                if process is not None:
+                    self._retire(process)
+                process = subprocess.Popen([sys.executable, "-m", "solbench.exec.precompile"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           stderr=subprocess.DEVNULL, text=True, env=self.environment, start_new_session=True)
+                self.local.process, self.local.compiles = process, 0
+                self.running[process.pid] = process
+                if self.paused:
+                    os.kill(process.pid, signal.SIGSTOP)
+            self.local.compiles += 1
         try:
-            out, _ = process.communicate(json.dumps(payload))
-        finally:
+            assert process.stdin is not None and process.stdout is not None
+            process.stdin.write(json.dumps(payload) + "\n")
+            process.stdin.flush()
+            line = process.stdout.readline()
+        except (OSError, ValueError):
+            line = ""
+        try:
+            seconds, error = json.loads(line)
+        except ValueError:
             with self.lock:
-                self.running.pop(process.pid, None)
-        try:
-            seconds, error = json.loads(out.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            return time.perf_counter() - started, f"the compile process ended with exit code {process.returncode} and no result"
+                self._retire(process)
+                self.local.process = None
+            return time.perf_counter() - started, f"the compile process ended with exit code {process.poll()} and no result"
         return float(seconds), error
+
+    def _retire(self, process: subprocess.Popen) -> None:
+        """End a compile process (under the lock): its input closed, killed if it does not leave at once."""
+        self.running.pop(process.pid, None)
+        try:
+            os.kill(process.pid, signal.SIGCONT)
+        except (ProcessLookupError, PermissionError):
+            pass
+        process.kill()
+        process.wait()
 
     def _pause(self, paused: bool) -> None:
         with self.lock:
@@ -117,8 +146,8 @@ class Precompiler:
             self.closed = True
         self._pause(False)
         with self.lock:
-            for process in self.running.values():
-                process.kill()
+            for process in list(self.running.values()):
+                self._retire(process)
         self.pool.shutdown(wait=True, cancel_futures=True)
         for name, future in self.futures:
             if future.done() and not future.cancelled() and future.exception() is None:
@@ -159,5 +188,32 @@ def compile_ahead(payload: dict[str, Any]) -> tuple[float, str | None]:
         return time.perf_counter() - started, f"{type(exc).__name__}: {text[0][:200] if text else ''}"
 
 
-if __name__ == "__main__":  # one compile: the payload on stdin, [seconds, error or null] on stdout
-    print(json.dumps(compile_ahead(json.loads(sys.stdin.read()))), flush=True)
+def serve(lines: Any, results: Any) -> None:
+    """A compile process: one payload per line in, [seconds, error or null] per line out. What the
+    references print goes to stderr, never into the results."""
+    import contextlib
+
+    for line in lines:
+        if not line.strip():
+            continue
+        with contextlib.redirect_stdout(sys.stderr):
+            outcome = compile_ahead(json.loads(line))
+            _forget_compiled()
+        results.write(json.dumps(outcome) + "\n")
+        results.flush()
+
+
+def _forget_compiled() -> None:
+    """Between compiles: dynamo's frames and guards dropped, cached device memory handed back."""
+    import gc
+
+    import torch
+
+    torch._dynamo.reset()
+    gc.collect()
+    if torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    serve(sys.stdin, sys.stdout)

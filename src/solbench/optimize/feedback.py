@@ -9,7 +9,8 @@ from solbench.data.hidden import is_held_out
 from solbench.data.solution import Solution
 from solbench.data.trace import Status, Trace
 from solbench.optimize.assess import Assessment
-from solbench.optimize.messages import NO_SOLUTION, AttemptFeedback, AuditFinding, HeldOutResult, WorkloadResult
+from solbench.optimize.messages import (NO_SOLUTION, AttemptFeedback, AuditFinding, HeldOutResult, MemcheckFeedback, ProfileFeedback,
+                                       WorkloadResult)
 
 MESSAGE_LIMIT = 2000  # characters of the evaluator's message per workload
 HELD_OUT_FAILED = ("the solution fails on held-out workloads: shapes (and scalars) drawn from the published axis ranges at evaluation "
@@ -47,7 +48,24 @@ def attempt_feedback(attempt: int, solution: Solution, traces: list[Trace], asse
     else:
         status, message = Status.PASSED.value, assessment.why_not
     return AttemptFeedback(attempt=attempt, solution=solution.name, status=status, message=message, score=assessment.score, workloads=results,
-                           held_out=held_out, audit=audit)
+                           held_out=held_out, audit=audit, memcheck=memcheck_feedback(traces))
+
+
+def memcheck_feedback(traces: list[Trace]) -> MemcheckFeedback | None:
+    """The sanitizer's verdict (`--memcheck`: the same on every trace of the attempt), None where it did not run."""
+    record = next((t.evaluation.environment["memcheck"] for t in traces
+                   if t.evaluation is not None and isinstance((t.evaluation.environment or {}).get("memcheck"), dict)), None)
+    if record is None:
+        return None
+    return MemcheckFeedback(tool=record.get("tool", "memcheck"), clean=record.get("result") == "clean", first_report=record.get("first_report"),
+                            result=record.get("result"), line=record.get("line"), seconds=record.get("seconds"))
+
+
+def profile_feedback(report: object) -> ProfileFeedback:
+    """The profile document (solbench.profile) as the proposer sees it: per kernel rows, the gap factors, notes."""
+    document = report.model_dump(mode="json")  # type: ignore[attr-defined]
+    return ProfileFeedback(kernels=document.get("kernels", []), gap=document.get("gap", {}), workload=document.get("workload"),
+                           sol=document.get("sol"), totals=document.get("totals"), notes=document.get("notes", []))
 
 
 def no_solution_feedback(attempt: int, reason: str) -> AttemptFeedback:

@@ -16,11 +16,12 @@ from solbench.bench.options import EvalOptions
 from solbench.data.files import append_jsonl
 from solbench.data.problem import Problem
 from solbench.data.solution import Solution
-from solbench.data.trace import Trace
+from solbench.data.hidden import is_held_out
+from solbench.data.trace import Status, Trace
 from solbench.optimize.assess import assess, baseline_entries
 from solbench.optimize.brief import problem_brief
 from solbench.optimize.feedback import attempt_feedback, audit_findings, no_solution_feedback
-from solbench.optimize.messages import AttemptFeedback, ProblemBrief, Proposal
+from solbench.optimize.messages import AttemptFeedback, ProblemBrief, ProfileFeedback, Proposal
 from solbench.optimize.proposers import Proposer, ProposerError
 from solbench.optimize.state import AttemptRecord, RunConfig, RunFolder, now
 from solbench.score.baselines import BaselineEntry, definition_hash
@@ -35,6 +36,7 @@ class LoopSettings:
     budget_s: float | None = None  # wall seconds of this sitting after which no new attempt starts
     resume: bool = False
     sol_floor: bool = True
+    profile: Path | None = None  # ncu: each correct attempt profiled on its smallest workload (the proposer sees the profile)
 
 
 @dataclass
@@ -83,7 +85,8 @@ def optimize(problem: Problem, proposer: Proposer, options: EvalOptions, spec: H
                 stopped = "budget"
                 break
             try:
-                record = _attempt(attempt, problem, proposer, brief, options, policy, baselines, pair, folder, records)
+                record = _attempt(attempt, problem, proposer, brief, options, policy, baselines, pair, folder, records,
+                                  (spec, settings.profile) if settings.profile is not None else None)
             except ProposerError as exc:
                 stopped, error = "proposer error", str(exc)
                 break
@@ -119,8 +122,10 @@ def _measure_baseline(problem: Problem, options: EvalOptions, pair: object, fold
 
 
 def _attempt(attempt: int, problem: Problem, proposer: Proposer, brief: ProblemBrief, options: EvalOptions, policy: str,
-             baselines: dict[str, BaselineEntry], pair: object, folder: RunFolder, records: list[AttemptRecord]) -> AttemptRecord | None:
-    """One attempt, recorded; None when the proposer has nothing more to try."""
+             baselines: dict[str, BaselineEntry], pair: object, folder: RunFolder, records: list[AttemptRecord],
+             profiling: tuple[HardwareSpec | None, Path] | None = None) -> AttemptRecord | None:
+    """One attempt, recorded; None when the proposer has nothing more to try. `profiling`: the spec and ncu
+    with which a correct attempt is profiled."""
     started = time.monotonic()
     proposal = _proposal(attempt, problem, proposer, brief, folder, records)
     if proposal is None:
@@ -128,7 +133,7 @@ def _attempt(attempt: int, problem: Problem, proposer: Proposer, brief: ProblemB
     if proposal.solution is None:
         feedback, eligible, why, held = no_solution_feedback(attempt, proposal.reason or "the proposal held no solution"), False, "no solution", {}
     else:
-        feedback, eligible, why, held = _evaluate(attempt, problem, proposal.solution, options, policy, baselines, pair, folder)
+        feedback, eligible, why, held = _evaluate(attempt, problem, proposal.solution, options, policy, baselines, pair, folder, profiling)
     record = AttemptRecord(attempt=attempt, proposal=proposal, feedback=feedback, eligible=eligible, why_not=why, held_out_statuses=held,
                            elapsed_s=round(time.monotonic() - started, 3), finished=now())
     folder.finish(record)
@@ -149,7 +154,8 @@ def _proposal(attempt: int, problem: Problem, proposer: Proposer, brief: Problem
 
 
 def _evaluate(attempt: int, problem: Problem, solution: Solution, options: EvalOptions, policy: str, baselines: dict[str, BaselineEntry],
-              pair: object, folder: RunFolder) -> tuple[AttemptFeedback, bool, str, dict[str, int]]:
+              pair: object, folder: RunFolder, profiling: tuple[HardwareSpec | None, Path] | None = None
+              ) -> tuple[AttemptFeedback, bool, str, dict[str, int]]:
     from solbench.bench.orchestrator import evaluate
 
     path = folder.fresh_traces(attempt)
@@ -162,7 +168,24 @@ def _evaluate(attempt: int, problem: Problem, solution: Solution, options: EvalO
     assessment = assess(traces, baselines)
     write_scored(path, traces)
     feedback = attempt_feedback(attempt, solution, traces, assessment, audit_findings(solution, policy))
+    if profiling is not None and feedback.status == Status.PASSED.value:
+        feedback.profile = _profile(problem, solution, traces, options, profiling[0], profiling[1], pair)
     return feedback, assessment.eligible, assessment.why_not, assessment.held_out_statuses
+
+
+def _profile(problem: Problem, solution: Solution, traces: list[Trace], options: EvalOptions, spec: HardwareSpec | None, ncu: Path,
+             pair: object) -> ProfileFeedback:
+    """The attempt profiled (solbench.profile) on the smallest of its published workloads, in the loop's workers."""
+    from solbench.optimize.feedback import profile_feedback
+    from solbench.profile.memcheck import smallest_workload
+    from solbench.profile.runner import ProfileError, profile_solution
+
+    published = [t.workload for t in traces if not is_held_out(t.workload.uuid)]
+    try:
+        report = profile_solution(problem, solution, smallest_workload(problem, published), options, spec=spec, ncu=ncu, workers=pair)
+    except ProfileError as exc:
+        return ProfileFeedback(note=f"no profile: {exc}")
+    return profile_feedback(report)
 
 
 def write_scored(path: Path, traces: list[Trace]) -> None:

@@ -99,7 +99,8 @@ class HeldOutResult(Message):
 
 
 class ProfileFeedback(Message):
-    """Slot for `solbench profile` (per kernel measurements joined with the SOL side); filled once profiling exists."""
+    """`solbench profile` of a correct attempt (`optimize --profile`): per kernel measurements joined with the SOL
+    side, and T/T_SOL split into factors (gap); `note` instead where the profile could not be made."""
 
     model_config = ConfigDict(extra="allow")
     kernels: list[dict[str, Any]] = Field(default_factory=list)
@@ -107,7 +108,7 @@ class ProfileFeedback(Message):
 
 
 class MemcheckFeedback(Message):
-    """Slot for `--memcheck` (compute-sanitizer); filled once memcheck exists."""
+    """The compute-sanitizer verdict of the attempt (`optimize --memcheck`): clean, or the tool and its first report."""
 
     model_config = ConfigDict(extra="allow")
     tool: str = "memcheck"

@@ -45,6 +45,7 @@ class ReportContent:
     flagged: list[FlaggedRow]
     categories: list[str]  # the category keys seen on problem scores (subset, op_type, ...)
     anchors: dict[str, str] = field(default_factory=dict)  # problem -> the HTML id of its section
+    profiles: list = field(default_factory=list)  # ProfileFigure of solbench.report.profile_chart: the run's stored profiles (run --profile)
 
     @property
     def suites(self) -> list[SuiteScore]:

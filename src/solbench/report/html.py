@@ -8,7 +8,9 @@ import jinja2
 
 from solbench.report import formatting
 from solbench.report.content import ReportContent, band_class
+from solbench.report.energy_tables import energy_rows_of
 from solbench.report.header import header_lines
+from solbench.report.units import format_joules
 from solbench.report.html_template import SCRIPT, STYLE, TEMPLATE
 from solbench.score.summary import ProblemScore
 
@@ -34,6 +36,7 @@ def render_html(content: ReportContent, suite_figures: list[SuiteFigure], marker
     return _TEMPLATE.render(
         marker=marker, style=STYLE, script=SCRIPT, summary=content.summary, content=content, header=header_lines(content.summary),
         fast_keys=fast_keys, suite_figures=suite_figures, band_class=band_class, passed_share=passed_share,
+        energy_rows=energy_rows_of(content.summary), fmt_joules=lambda value: formatting.BLANK if value is None else format_joules(value),
         fmt_score=formatting.fmt_score, fmt_ratio=formatting.fmt_ratio, fmt_time=formatting.fmt_time, fmt_share=formatting.fmt_share,
         fmt_count=formatting.fmt_count, sort_key=formatting.sort_key, statuses_text=formatting.statuses_text,
     )

@@ -106,7 +106,7 @@ TEMPLATE = """<!DOCTYPE html>
   <h1>solbench run report</h1>
   <dl>{% for label, value in header %}<dt>{{ label }}</dt><dd>{{ value }}</dd>{% endfor %}</dl>
 </header>
-<nav><a href="#suites">Suite scores</a><a href="#leaderboard-section">Leaderboard</a><a href="#suite-plots">Suite plots</a><a href="#problems">Problems</a><a href="#audit">Audit flags</a><a href="#notes">Notes</a></nav>
+<nav><a href="#suites">Suite scores</a><a href="#leaderboard-section">Leaderboard</a><a href="#suite-plots">Suite plots</a><a href="#problems">Problems</a>{% if energy_rows %}<a href="#energy">Energy</a>{% endif %}{% if content.profiles %}<a href="#profiles">Profiles</a>{% endif %}<a href="#audit">Audit flags</a><a href="#notes">Notes</a></nav>
 <main>
 <section id="suites">
 <h2>Suite scores</h2>
@@ -166,6 +166,29 @@ TEMPLATE = """<!DOCTYPE html>
 </details>
 {% endfor %}
 </section>
+
+{% if energy_rows %}
+<section id="energy">
+<h2>Energy</h2>
+<p class="muted">Joules per call measured on the GPU's energy counter (--energy). Energy score S_E = 1 / (1 + (E_k − E_SOL) / (E_b − E_SOL)); the time-vs-energy scatter of each suite is among the suite plots.</p>
+<table class="sortable" id="energy-suite-table"><thead><tr><th data-type="text">solution</th><th data-type="num" class="num">problems</th><th data-type="num" class="num">mean S_E</th><th data-type="num" class="num">median S_E</th></tr></thead><tbody>
+{% for s in content.suites %}<tr><td>{{ s.solution }}</td><td class="num" data-sort="{{ s.problems }}">{{ s.problems }}</td><td class="num" data-sort="{{ sort_key(s.energy_score_mean) }}"><span class="score {{ band_class(s.energy_score_mean) }}">{{ fmt_score(s.energy_score_mean) }}</span></td><td class="num" data-sort="{{ sort_key(s.energy_score_median) }}">{{ fmt_score(s.energy_score_median) }}</td></tr>
+{% endfor %}</tbody></table>
+<table class="sortable" id="energy-table"><thead><tr><th data-type="text">problem</th><th data-type="text">workload</th><th data-type="text">solution</th><th data-type="num" class="num">E_k</th><th data-type="num" class="num">E_SOL</th><th data-type="num" class="num">E_b</th><th data-type="num" class="num">S_E</th></tr></thead><tbody>
+{% for w in energy_rows %}<tr><td><a href="#{{ content.anchor_of(w.problem) }}">{{ w.problem }}</a></td><td title="{{ w.workload }}">{{ w.workload[:12] }}</td><td>{{ w.solution }}</td><td class="num" data-sort="{{ sort_key(w.energy_j) }}">{{ fmt_joules(w.energy_j) }}</td><td class="num" data-sort="{{ sort_key(w.energy_sol_j) }}">{{ fmt_joules(w.energy_sol_j) }}</td><td class="num" data-sort="{{ sort_key(w.energy_baseline_j) }}">{{ fmt_joules(w.energy_baseline_j) }}</td><td class="num" data-sort="{{ sort_key(w.energy_score) }}"><span class="score {{ band_class(w.energy_score) }}">{{ fmt_score(w.energy_score) }}</span></td></tr>
+{% endfor %}</tbody></table>
+</section>
+{% endif %}
+
+{% if content.profiles %}
+<section id="profiles">
+<h2>Profiles</h2>
+<p class="muted">Where T / T_SOL goes for each profiled solution (solbench run --profile: Nsight Compute joined with the SOL analysis and a CUPTI timeline, on the smallest workload): the factors multiply to T / T_SOL.</p>
+<div class="figures">
+{% for figure in content.profiles %}<div class="figure" data-plot="gap-decomposition" data-problem="{{ figure.problem }}" data-solution="{{ figure.solution }}">{{ figure.svg | safe }}<p class="muted">{{ figure.caption }} (workload {{ figure.workload[:12] }})</p></div>
+{% endfor %}</div>
+</section>
+{% endif %}
 
 <section id="audit">
 <h2>Audit flags</h2>

@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Iterable
 
 from solbench.report.content import ReportContent
+from solbench.report.energy_tables import energy_markdown
 from solbench.report.formatting import BLANK, fmt_count, fmt_ratio, fmt_score, fmt_share, fmt_time, statuses_text
 from solbench.report.header import header_lines
+from solbench.report.profile_chart import profile_markdown
 
 
 def cell(value: object) -> str:
@@ -62,6 +64,8 @@ def render_markdown(content: ReportContent, marker: str) -> str:
         out += [f"- {note}" for note in section.roofline_notes]
         out.append("")
 
+    out += energy_markdown(summary, table)
+    out += profile_markdown(content.profiles, table)
     out += ["## Audit flags", ""]
     if content.audit:
         out += table(["solution", "severity", "rule", "where", "message"],

@@ -17,12 +17,15 @@ from pydantic import ValidationError
 
 from solbench.data.errors import SpecError, issues_from_validation_error
 from solbench.data.files import write_atomically
+from solbench.profile.store import run_profiles
 from solbench.report.content import ReportContent, gather
 from solbench.report.figures import suite_names
 from solbench.report.html import SuiteFigure, render_html
 from solbench.report.markdown import render_markdown
+from solbench.report.profile_chart import profile_figures
 from solbench.report.roofline import draw_rooflines as draw_rooflines_of
 from solbench.report.roofline_worker import draw_in_processes
+from solbench.report.energy_plot import time_energy_svg
 from solbench.report.suite_plots import score_distribution_svg, speedup_vs_sol_svg
 from solbench.score.summary import RunSummary
 
@@ -114,6 +117,10 @@ def draw_suite_figures(content: ReportContent) -> list[SuiteFigure]:
         distribution = score_distribution_svg(problems, category, key=f"scores-by-{category}")
         if distribution is not None:
             figures.append(SuiteFigure(f"scores-by-{category}", distribution))
+    for index, suite in enumerate(suite_names(problems)):  # measured energy (--energy): time against energy per suite
+        scatter = time_energy_svg(content.summary.workloads, problems, suite, key=f"time-vs-energy-{index}")
+        if scatter is not None:
+            figures.append(SuiteFigure("time-vs-energy", scatter))
     return figures
 
 
@@ -128,6 +135,7 @@ def write_report(run_dir: Path) -> list[Path]:
     content = gather(summary)
     draw_rooflines(content)
     figures = draw_suite_figures(content)
+    content.profiles = profile_figures(run_profiles(run_dir)[0])  # the gap decomposition of each profiled solution (run --profile)
     markdown = render_markdown(content, marker)
     html = render_html(content, figures, marker)
     for path, text in zip(targets, (markdown, html)):

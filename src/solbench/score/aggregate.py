@@ -5,6 +5,7 @@ geometric means), and best-of-k when a problem has several solutions."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from solbench.data.hidden import is_held_out
@@ -42,13 +43,45 @@ def score_workload(trace: Trace, entry: BaselineEntry | None, solution_set: str 
     flags += value.flags
     if performance is not None:
         performance.score = value.score
+    energy = energy_of(performance, entry, correct)
+    flags += energy.flags
     timed = latency if correct else None
     return WorkloadScore(
         problem=trace.definition, solution=trace.solution or "", workload=trace.workload.uuid, status=evaluation.status.value,
         latency_ms=latency, sol_ms=sol_ms, sol_roofline_ms=roofline_ms, sol_floor_ms=floor_ms, baseline_ms=baseline_ms, baseline_candidate=entry.candidate if entry else None,
         reference_ms=reference_ms, score=value.score, speedup_vs_reference=ratio(reference_ms, timed), speedup_vs_baseline=ratio(baseline_ms, timed),
         reclaimed=reclaimed(reference_ms, timed, sol_ms), flags=sorted(set(flags)), solution_set=solution_set,
+        energy_j=energy.joules, energy_sol_j=energy.sol_j, energy_baseline_j=energy.baseline_j, energy_score=energy.score,
     )
+
+
+@dataclass(frozen=True)
+class EnergyValues:
+    joules: float | None = None
+    sol_j: float | None = None
+    baseline_j: float | None = None
+    score: float | None = None
+    flags: tuple[str, ...] = ()
+
+
+def energy_of(performance: Performance | None, entry: BaselineEntry | None, correct: bool) -> EnergyValues:
+    """A trace's energy beside its bound and baseline, and its energy score (also set on the trace's
+    `performance.energy.score`): the time score's formula on joules (solbench.energy.score)."""
+    from solbench.energy.score import BELOW_ENERGY_SOL, below_energy_sol, energy_score
+
+    measured = performance.energy if performance is not None else None
+    if measured is None:
+        return EnergyValues()
+    baseline_j = entry.baseline_energy_j if entry is not None else None
+    joules = measured.joules if correct else None
+    value = energy_score(correct, joules, measured.sol_j, baseline_j, measured.resolution_j)
+    score = value.score if measured.joules is not None or not correct else None
+    if score is not None or "score" in measured.model_fields_set:
+        measured.score = score
+    flags = list(value.flags)
+    if below_energy_sol(joules, measured.sol_j, measured.resolution_j) and BELOW_ENERGY_SOL not in flags:
+        flags.append(BELOW_ENERGY_SOL)  # flagged with no baseline too: the bound is what it breaks
+    return EnergyValues(measured.joules, measured.sol_j, baseline_j, score, tuple(flags))
 
 
 HIDDEN_WORKLOAD_FLAG = "hidden-workload"
@@ -72,6 +105,9 @@ def problem_score(rows: list[WorkloadScore], categories: dict[str, str], held_ou
         geomean_speedup_vs_baseline=geomean(r.speedup_vs_baseline for r in correct),
         flags=sorted({flag for r in rows for flag in r.flags} | held_flags),
         held_out=dict(Counter(t.evaluation.status.value for t in held)),
+        energy_score=(0.0 if hacked else mean(r.energy_score if r.status == Status.PASSED.value else 0.0 for r in rows))
+        if any(r.energy_j is not None for r in rows) else None,  # failed workloads count 0 where the problem's energy was measured
+        median_energy_ratio_to_sol=median(ratio(r.energy_j, r.energy_sol_j) for r in correct),
     )
 
 
@@ -88,6 +124,7 @@ def suite_score(name: str, problems: list[ProblemScore], rows: list[WorkloadScor
         fast_p=fast_p([r.speedup_vs_reference for r in rows], correct),
         geomean_speedup_vs_reference=geomean(r.speedup_vs_reference for r, ok in zip(rows, correct) if ok),
         geomean_speedup_vs_baseline=geomean(r.speedup_vs_baseline for r, ok in zip(rows, correct) if ok),
+        energy_score_mean=mean(p.energy_score for p in problems), energy_score_median=median(p.energy_score for p in problems),
     )
 
 

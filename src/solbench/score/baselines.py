@@ -51,6 +51,8 @@ class CandidateResult(SpecModel):
     latency_ms: float | None = None  # counted only when correct (or faster than T_SOL, for the audit)
     trace_id: str | None = None
     detail: str = ""  # the first log line when not correct
+    energy_j: float | None = None  # joules per call (--energy), counted only when correct
+    energy_asked: bool = False  # evaluated with --energy (whether or not the counter could be read)
 
 
 class BaselineEntry(SpecModel):
@@ -66,6 +68,9 @@ class BaselineEntry(SpecModel):
     verdict: str = NO_BASELINE
     created: str = ""
     candidates: list[CandidateResult] = Field(default_factory=list)
+    baseline_energy_j: float | None = None  # E_b: the least joules per call of the correct candidates (--energy)
+    energy_candidate: str | None = None  # which candidate set E_b
+    energy_asked: bool = False  # the candidates were evaluated with --energy
 
 
 class BaselineFile(SpecModel):
@@ -184,8 +189,10 @@ def candidate_result(name: str, trace: Trace) -> CandidateResult:
     faster = evaluation.status == Status.REWARD_HACK and FASTER_THAN_SOL in (evaluation.log or "")
     counted = latency if evaluation.status == Status.PASSED or faster else None
     detail = "" if counted is not None and not faster else next((line for line in (evaluation.log or "").splitlines() if line.strip()), "")[:200]
+    energy = performance.energy if performance is not None else None
     return CandidateResult(name=name, solution=trace.solution or "", status=evaluation.status.value, latency_ms=counted,
-                           trace_id=trace_id(trace), detail=detail)
+                           trace_id=trace_id(trace), detail=detail, energy_asked=energy is not None,
+                           energy_j=energy.joules if energy is not None and evaluation.status == Status.PASSED else None)
 
 
 def make_entry(problem: Problem, workload: str, results: list[CandidateResult], sol_ms: float | None, *, roofline_ms: float | None = None,
@@ -199,6 +206,11 @@ def make_entry(problem: Problem, workload: str, results: list[CandidateResult], 
     if best is not None:
         entry.baseline_ms, entry.candidate = best.latency_ms, best.name
     entry.verdict = verdict(entry.baseline_ms, sol_ms)
+    measured = [r for r in results if r.energy_j is not None]
+    least = min(measured, key=lambda r: r.energy_j) if measured else None
+    if least is not None:
+        entry.baseline_energy_j, entry.energy_candidate = least.energy_j, least.name
+    entry.energy_asked = any(r.energy_asked for r in results)
     return entry
 
 

@@ -30,26 +30,27 @@ class BuildOutcome:
 
 
 def missing_workloads(store: BaselineFile, problem: Problem, workloads: Iterable[Workload], rebuild: bool = False,
-                      candidates: Iterable[str] = ()) -> list[Workload]:
-    """The workloads whose entry is absent, made for another version of the problem's definition, or
-    made without one of the candidates asked for now."""
+                      candidates: Iterable[str] = (), energy: bool = False) -> list[Workload]:
+    """The workloads whose entry is absent, made for another version of the problem's definition, made
+    without one of the candidates asked for now, or (`energy`: a run with --energy) made without energy."""
     current = definition_hash(problem)
     wanted = set(candidates)
     missing = []
     for workload in workloads:
         entry = store.entry(problem.name, workload.uuid)
-        if rebuild or entry is None or entry.definition_hash != current or not wanted <= {c.name for c in entry.candidates}:
+        if (rebuild or entry is None or entry.definition_hash != current or not wanted <= {c.name for c in entry.candidates}
+                or (energy and not entry.energy_asked)):
             missing.append(workload)
     return missing
 
 
 def baseline_jobs(selection: list[tuple[Problem, list[Workload]]], store: BaselineFile, device: str, registered: Iterable[Solution] = (),
-                  rebuild: bool = False, compile_modes: Iterable[str] | None = None) -> list[Job]:
+                  rebuild: bool = False, compile_modes: Iterable[str] | None = None, energy: bool = False) -> list[Job]:
     registered = list(registered)
     jobs = []
     for problem, workloads in selection:
         candidates = candidate_solutions(problem, device, registered, compile_modes)
-        missing = missing_workloads(store, problem, workloads, rebuild, [name for name, _, _ in candidates])
+        missing = missing_workloads(store, problem, workloads, rebuild, [name for name, _, _ in candidates], energy)
         if missing:
             jobs += [Job(problem, solution, missing, trusted=trusted, tag=name) for name, solution, trusted in candidates]
     return jobs
@@ -64,7 +65,7 @@ def build_baselines(selection: list[tuple[Problem, list[Workload]]], store: Base
 
     device = resolve_device(options.device)
     modes = compile_modes_for(device) if compile_modes is None else tuple(compile_modes)
-    jobs = baseline_jobs(selection, store, device, registered, rebuild, modes)
+    jobs = baseline_jobs(selection, store, device, registered, rebuild, modes, options.energy)
     outcome = BuildOutcome(reused=sum(len(w) for _, w in selection) - len({(j.problem.name, w.uuid) for j in jobs for w in j.workloads}))
     if not jobs:
         return outcome

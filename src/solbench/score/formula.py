@@ -34,20 +34,21 @@ class WorkloadScoreValue:
     flags: list[str] = field(default_factory=list)
 
 
-def below_sol_margin(latency_ms: float, sol_ms: float, iqr_ms: float | None = None) -> bool:
+def below_sol_margin(latency_ms: float, sol_ms: float, iqr_ms: float | None = None, bound_uncertainty: float = BOUND_UNCERTAINTY) -> bool:
     """Whether a median is below T_SOL by more than its spread plus the bound's uncertainty."""
-    return latency_ms < sol_ms * (1.0 - BOUND_UNCERTAINTY) - (iqr_ms or 0.0)
+    return latency_ms < sol_ms * (1.0 - bound_uncertainty) - (iqr_ms or 0.0)
 
 
 def sol_score(correct: bool, latency_ms: float | None, sol_ms: float | None, baseline_ms: float | None,
-              iqr_ms: float | None = None) -> WorkloadScoreValue:
-    """S for one workload (see the module docstring for every edge case)."""
+              iqr_ms: float | None = None, bound_uncertainty: float = BOUND_UNCERTAINTY) -> WorkloadScoreValue:
+    """S for one workload (see the module docstring for every edge case). The same formula scores
+    energy (solbench.energy.score): joules for times, E_SOL for T_SOL, with that bound's uncertainty."""
     if not correct:
         return WorkloadScoreValue(0.0)
     if latency_ms is None or sol_ms is None or baseline_ms is None:
         return WorkloadScoreValue(None)
     if latency_ms < sol_ms:
-        if below_sol_margin(latency_ms, sol_ms, iqr_ms):
+        if below_sol_margin(latency_ms, sol_ms, iqr_ms, bound_uncertainty):
             return WorkloadScoreValue(0.0, [FASTER_THAN_SOL])
         return WorkloadScoreValue(1.0, [WITHIN_SOL_MARGIN] if baseline_ms > sol_ms else [WITHIN_SOL_MARGIN, BASELINE_NOT_ABOVE_SOL])
     if baseline_ms <= sol_ms:

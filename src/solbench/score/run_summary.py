@@ -83,7 +83,10 @@ def build_summary(traces: list[Trace], problems: dict[str, Problem], store: Base
                   notes: Iterable[str] = (), baselines: str | None = None,
                   work_cache: dict[tuple[str, str], tuple[float, float] | None] | None = None, sol_floor: bool | None = None) -> RunSummary:
     """`sol_floor`: how the run priced T_SOL (EvalOptions.sol_floor), recorded and noted where it is the roofline alone."""
-    notes = list(notes) + floor_notes(traces, sol_floor)
+    from solbench.energy.notes import summary_notes
+    from solbench.profile.notes import memcheck_notes
+
+    notes = list(notes) + floor_notes(traces, sol_floor) + summary_notes(traces, spec) + memcheck_notes(traces)
     entry_for = (lambda problem, workload: store.entry(problem, workload)) if store is not None else (lambda problem, workload: None)
     categories = {name: categories_of(problem) for name, problem in problems.items()}
     rows, problem_scores, suites = score_run(traces, entry_for, categories, solution_set)
@@ -122,9 +125,9 @@ def candidate_failures(store: BaselineFile, workloads: dict[str, set[str]]) -> l
 
 
 def phase_of(candidate: str, phase: str) -> str:
-    """Where an evaluation phase of a trace counts in a run's summary: sol, timing and device wait (a timed
+    """Where an evaluation phase of a trace counts in a run's summary: sol, timing, energy, memcheck and device wait (a timed
     section waiting for other evaluations' correctness work, --concurrent) as themselves, the rest of a
     torch.compile candidate as compile (it compiles in its first calls), the rest as correctness."""
-    if phase in ("sol", "timing", "device wait"):
+    if phase in ("sol", "timing", "energy", "device wait", "memcheck"):
         return phase
     return "compile" if candidate.startswith("compile-") else "correctness"

@@ -39,6 +39,12 @@ class WorkloadScore(SpecModel):
     bytes: float | None = None  # compulsory DRAM bytes from the SOL analysis
     flags: list[str] = Field(default_factory=list)  # audit and harness findings, e.g. faster-than-sol, shape-generality
     solution_set: str | None = None  # the suite the solution belongs to ("reference", or the --solutions path it came from)
+    # energy (--energy; solbench.energy), joules per call: measured E_k, the bound E_SOL, the baseline E_b, and S_E on the
+    # time score's formula (0 for a workload that is not correct, where the problem's energy was measured)
+    energy_j: float | None = None
+    energy_sol_j: float | None = None
+    energy_baseline_j: float | None = None
+    energy_score: float | None = None
 
 
 class ProblemScore(SpecModel):
@@ -58,6 +64,8 @@ class ProblemScore(SpecModel):
     # statuses of its held-out workloads (hidden and unaligned: drawn for the run, correctness only, never
     # scored); a REWARD_HACK among them (a solution specialised to the published shapes) makes the score 0
     held_out: dict[str, int] = Field(default_factory=dict)
+    energy_score: float | None = None  # mean S_E over its workloads (None where no workload's energy was measured)
+    median_energy_ratio_to_sol: float | None = None  # median E_k / E_SOL over correct workloads
 
 
 class SuiteScore(SpecModel):
@@ -71,6 +79,8 @@ class SuiteScore(SpecModel):
     fast_p: dict[str, float] = Field(default_factory=dict)  # "1.0", "1.5", "2.0" -> share of correct workloads faster than the reference by p
     geomean_speedup_vs_reference: float | None = None
     geomean_speedup_vs_baseline: float | None = None
+    energy_score_mean: float | None = None  # mean and median problem energy score (--energy)
+    energy_score_median: float | None = None
 
 
 class AuditFinding(SpecModel):

@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from solbench.sol.costs import UNITS
+from solbench.energy.figures import EnergyFigures
 from solbench.data.errors import SpecError, issues_from_validation_error
 
 Policy = Literal["strict", "relaxed"]
@@ -68,6 +69,9 @@ class HardwareSpec(BaseModel):
     launch_floor_s: float = Field(0.0, ge=0)  # shortest CUPTI span of an empty kernel
     dram_latency_floor_s: float = Field(0.0, ge=0)  # shortest CUPTI span of a kernel reading one cache line from DRAM (not L2)
     calibration: dict[str, Any] | None = None
+    # Energy per byte and per operation, static power (solbench.energy.figures), from `solbench hw calibrate --energy`;
+    # None for a datasheet-only spec: no E_SOL is priced on it.
+    energy: EnergyFigures | None = None
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
@@ -164,6 +168,8 @@ def load_hardware_file(path: Path) -> HardwareSpec:
         value = getattr(spec, name)
         if value > MAX_FLOOR_S:
             raise SpecError(f"expected seconds below {MAX_FLOOR_S:g} (a floor is microseconds, e.g. 2.5e-06), got {value:g}", path=path, field=name)
+    if spec.energy is not None and (issues := spec.energy.unit_issues(UNITS)):
+        raise SpecError(issues[0], path=path, field="energy.op_pj")
     return spec
 
 

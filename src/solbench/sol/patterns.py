@@ -114,14 +114,16 @@ def _kept_fraction(node: OpNode, scores: TensorInfo) -> float | None:
     values = masks[0].values
     if values is None:  # too large to have been computed: the least it can keep is one key per query
         return least_kept_share(scores.shape)
+    nonzero = values if values.dtype == torch.bool else values != 0  # counted, never widened: masks reach 10^8 elements
     if node.packet == "masked_fill":
-        dropped = values.to(torch.bool)
+        dropped = int(torch.count_nonzero(nonzero))
     elif node.packet == "where":
-        dropped = ~values.to(torch.bool)
+        dropped = values.numel() - int(torch.count_nonzero(nonzero))
     else:
         sign = -1.0 if node.packet == "sub" else 1.0
-        dropped = (values.to(torch.float64) * sign) <= max(low, float(torch.finfo(values.dtype).min) / 2)
-    return 1.0 - float(dropped.to(torch.float64).mean())
+        exact = values if values.dtype == torch.float64 else values.to(torch.float32)  # the half formats widen exactly
+        dropped = int(torch.count_nonzero((exact * sign) <= max(low, float(torch.finfo(values.dtype).min) / 2)))
+    return 1.0 - dropped / max(1, values.numel())
 
 
 def least_kept_share(scores_shape: tuple) -> float:

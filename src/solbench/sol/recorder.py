@@ -51,10 +51,20 @@ _SCALINGS = {"mul", "div", "true_divide"}
 SCALE_RATIO = 8  # a scale holds at most one independent value per this many elements it scales
 
 
+class ValuesNeeded(BaseException):
+    """A capture that can only stand for a workload with its values (symbolic sizes, data-dependent work)
+    ends here: the rest of it would be thrown away. A BaseException, so that a reference's own
+    `except Exception` cannot swallow it."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
+
+
 class Recorder:
     """Records OpNodes while a reference runs. `fake_mode` is the FakeTensorMode below it."""
 
-    def __init__(self, decompose: Any, fake_mode: Any, hint: Any = None):
+    def __init__(self, decompose: Any, fake_mode: Any, hint: Any = None, stop_at_values: bool = False):
         import torch
         import torch.nn.functional as functional
         from torch.overrides import TorchFunctionMode
@@ -93,6 +103,7 @@ class Recorder:
         self.notes: list[str] = []
         self.data_dependent: list[str] = []  # ops whose sizes or values depend on data not known here
         self.value_sensitive = False  # a mask-like constant of unknown values feeds input-dependent work
+        self.stop_at_values = stop_at_values  # end the capture (ValuesNeeded) as soon as it is known to need values
         self._infos: dict[int, tuple[Any, TensorInfo]] = {}  # id(tensor) -> (tensor kept alive, info)
         self._ids = itertools.count()
         self._decomposing: list[str] = []
@@ -277,6 +288,8 @@ class Recorder:
                 return self._from_shadows(func, args, kwargs)
             if self.fake_mode is not None:
                 self.data_dependent.append(packet)
+                if self.stop_at_values:
+                    raise ValuesNeeded(f"data-dependent ops ({packet}) need the workload's own values")
                 self.note(f"data-dependent op {packet} on values not known here: its least size (or value) is taken")
                 return least_result(func, packet, args, kwargs, self.fake_mode)
         try:
@@ -351,6 +364,8 @@ class Recorder:
             for info in in_infos:
                 if info.constant and info.values is None and info.id in self._masklike:
                     self.value_sensitive = True
+                    if self.stop_at_values:
+                        raise ValuesNeeded("a mask-like constant of symbolic size feeds the computation: its values are needed")
         if not in_infos:
             return
         data = [i for i in in_infos if i.dtype != DType.bool]

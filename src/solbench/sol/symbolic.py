@@ -73,6 +73,7 @@ def capture_symbolic(problem: Problem, workload: Workload, decompose: Any = None
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
 
+    from solbench.sol.recorder import ValuesNeeded
     from solbench.sol.tracing import CaptureError, record, scalar_value
     from solbench.data.dtypes import DType
     from solbench.data.reference import reference_module
@@ -109,7 +110,9 @@ def capture_symbolic(problem: Problem, workload: Workload, decompose: Any = None
             with mode:
                 arguments[name] = torch.empty(shape, dtype=declared.dtype.torch_dtype())
         with mode:
-            graph = record(run, arguments, problem, decompose, mode, "symbolic", hint)
+            graph = record(run, arguments, problem, decompose, mode, "symbolic", hint, stop_at_values=True)
+    except ValuesNeeded as stop:  # its graph would be thrown away: the workloads are captured with their values
+        return SymbolicCapture(Graph([], {}, {}, mode="symbolic"), symbols, [], scalar_key(problem, workload), needs_values=stop.why)
     except CaptureError:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure here only means: capture per workload

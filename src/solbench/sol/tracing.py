@@ -18,14 +18,15 @@ class CaptureError(RuntimeError):
 
 
 def record(run: Any, arguments: dict[str, Any], problem: Problem, decompose: Any, fake_mode: Any, mode_name: str, hint: Any = None,
-           fixed: set[str] = frozenset()) -> Graph:
+           fixed: set[str] = frozenset(), stop_at_values: bool = False) -> Graph:
     """Run the reference under a Recorder and build its Graph (inputs and outputs named); the `fixed`
-    inputs (real, the same at every seed) are constants whose values the analysis may read."""
+    inputs (real, the same at every seed) are constants whose values the analysis may read. With
+    `stop_at_values` the capture ends with ValuesNeeded at the first sign that it needs the values."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensor
 
     logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)  # refusals are handled here, not logged
-    recorder = Recorder(decompose, fake_mode, hint)
+    recorder = Recorder(decompose, fake_mode, hint, stop_at_values)
     if fake_mode is not None:  # real inputs (integers, custom ones) run as fake tensors whose shadows hold their values
         for name, value in list(arguments.items()):
             if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):

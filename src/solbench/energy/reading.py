@@ -1,0 +1,84 @@
+"""Joules per call from a worker's windows, and the trusted side's cross-check of them.
+
+Per call: the loop window's joules per step less the blank window's (the same steps without the
+call: fresh inputs generated, outputs allocated, the L2 flushed, the device synchronised). What is
+left is the call's own energy: its dynamic energy, the write-back of its outputs (the next step's
+flush pays it), and the static power over the call's wall time (host launch time included, as a user
+would pay it). Its resolution: half a step's energy in each window, spread over its steps, plus the
+standard error of joules per step within each window (from the updates inside it; Window.per_step_spread_j).
+A drift of the GPU's power between the two windows is not in it: benchmarks/energy_bound.py's repeats
+measure the spread of the whole measurement.
+
+Cross-check: the worker runs the solution, so its readings are checked against the orchestrator's
+own readings of the same counter just before the request and just after the answer (the counter
+is device-wide and monotonic): every window must lie inside that bracket, in order, add up, draw no
+more than the power limit, and leave no more energy outside the windows than the power limit over
+the time outside them (plus the counter's update period at each end). A worker that reports less
+energy than it used is caught where the difference exceeds that slack; what it can still hide is
+bounded by the floor (a measured energy below E_SOL is flagged) and the integrity checks that guard
+the worker's own code (pynvml and solbench.energy among them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable
+
+from solbench.energy.window import Window
+
+POWER_SLACK = 1.25  # the power limit is enforced on average: short excursions above it are allowed for
+UPDATE_PERIOD_S = 0.1  # the counter's update period (H200: ~0.1 s); a reading may be this old
+RULE = "energy-counter"
+
+
+@dataclass(frozen=True)
+class PerCall:
+    joules: float
+    overhead_j: float  # per step of the blank window: what each call's untimed setup costs, subtracted
+    resolution_j: float
+    mean_power_w: float  # over the window of calls (setup included)
+    idle_power_w: float
+    window_s: float
+    calls: int
+
+
+def per_call(idle: Window, blank: Window, loop: Window) -> PerCall:
+    call_step, blank_step = loop.per_step_j, blank.per_step_j
+    boundary = 0.5 * (call_step / loop.effective_steps + blank_step / blank.effective_steps)
+    resolution = boundary + math.hypot(loop.per_step_spread_j, blank.per_step_spread_j)
+    return PerCall(call_step - blank_step, blank_step, resolution, loop.mean_power_w, idle.mean_power_w, loop.seconds, loop.steps)
+
+
+def forged(before_mj: int, after_mj: int, elapsed_s: float, windows: Iterable[Window], power_limit_w: float | None) -> str | None:
+    """Why the worker's windows cannot be true readings of the counter between the orchestrator's two
+    readings `elapsed_s` apart (the finding), or None."""
+    windows = list(windows)
+    previous = before_mj
+    for index, window in enumerate(windows):
+        if window.start_mj < previous or window.end_mj < window.start_mj:
+            return (f"window {index + 1}: counter readings {window.start_mj}..{window.end_mj} mJ are not in order after {previous} mJ "
+                    "(the orchestrator's reading before the request, then each window's end)")
+        if not window.seconds > 0:
+            return f"window {index + 1}: {window.seconds!r} s is not a duration"
+        if window.updates and (window.updates[-1] != (window.end_mj, window.steps)
+                               or any(not (a[0] <= b[0] and a[1] <= b[1]) for a, b in zip(((window.start_mj, 0), *window.updates), window.updates))):
+            return f"window {index + 1}: its updates do not run in order from {window.start_mj} mJ to {window.end_mj} mJ and {window.steps} steps"
+        previous = window.end_mj
+    if previous > after_mj:
+        return f"the last window ends at {previous} mJ, after the orchestrator's reading of {after_mj} mJ once the worker had answered"
+    inside_s = sum(window.seconds for window in windows)
+    if inside_s > elapsed_s + UPDATE_PERIOD_S:
+        return f"the windows last {inside_s:.3f} s together, longer than the request took ({elapsed_s:.3f} s)"
+    if power_limit_w is None:
+        return None
+    ceiling = POWER_SLACK * power_limit_w
+    for index, window in enumerate(windows):
+        if window.seconds >= UPDATE_PERIOD_S and window.mean_power_w > ceiling:
+            return f"window {index + 1}: {window.mean_power_w:.0f} W is above the power limit ({power_limit_w:.0f} W)"
+    outside_j = (after_mj - before_mj) / 1e3 - sum(window.joules for window in windows)
+    allowed_j = ceiling * (max(0.0, elapsed_s - inside_s) + 2 * UPDATE_PERIOD_S) + 1.0
+    if outside_j > allowed_j:
+        return (f"the counter advanced {outside_j:.1f} J outside the reported windows, more than the GPU can draw in the "
+                f"{max(0.0, elapsed_s - inside_s):.3f} s between them at its power limit ({allowed_j:.1f} J): the windows under-report")
+    return None

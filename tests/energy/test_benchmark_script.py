@@ -1,0 +1,57 @@
+"""benchmarks/energy_bound.py end to end on a CPU (no counter: it runs, writes its files, says why nothing was
+measured and exits 1), and its table per op class and violations on rows as a GPU run makes them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from energy_testkit import VECTOR_SCALE
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "energy_bound.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("energy_bound", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def row(problem: str, op: str, workload: str, candidate: str, joules: float, sol_j: float, status: str = "PASSED") -> dict:
+    return {"problem": problem, "op_class": op, "candidate": candidate, "workload": workload, "status": status, "latency_ms": 0.1, "sol_ms": 0.05,
+            "joules": joules, "sol_j": sol_j, "ratio": joules / sol_j, "mean_power_w": 400.0, "idle_power_w": 85.0, "window_s": 1.0, "calls": 900,
+            "overhead_j": 0.01, "resolution_j": 1e-6, "note": None}
+
+
+def test_per_class_takes_each_workloads_least_energy_candidate(bench: ModuleType):
+    rows = [row("a", "gemm", "w1", "eager", 3.0, 1.0), row("a", "gemm", "w1", "compile", 2.0, 1.0), row("a", "gemm", "w2", "eager", 4.0, 1.0),
+            row("b", "norm", "w1", "eager", 1.5, 1.0), row("b", "norm", "w2", "eager", 0.5, 1.0, status="INCORRECT_NUMERICAL")]
+    table = bench.per_class(rows)
+    assert table == {"gemm": {"workloads": 2, "least": 2.0, "median": 3.0}, "norm": {"workloads": 1, "least": 1.5, "median": 1.5}}
+    text = bench.text_of({"hardware": "H200-calibrated", "rows": rows, "violations": [rows[3]], "run_exit_code": 0, "wall_s": 12.0, "per_class": table,
+                          "repeat": {"problem": "a", "workload": "w1", "repeats": 3, "joules": [1.0, 1.1, 0.9], "spread": 0.2, "cv": 0.1, "notes": []}})
+    assert "gemm" in text and "VIOLATION b/w1" in text and "spread (max-min)/median 20.00%" in text
+
+
+def test_the_benchmark_on_a_cpu_says_why_nothing_was_measured(bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("SOLBENCH_HARDWARE_DIR", str(tmp_path / "hardware"))
+    monkeypatch.setenv("SOLBENCH_BUILD_CACHE", str(tmp_path / "builds"))
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    code = bench.main([str(VECTOR_SCALE), "--out", str(out), "--device", "cpu", "--workloads", "smallest:1", "--compile-modes", "none",
+                       "--repeats", "2", "--keep", str(tmp_path / "work")])
+    assert code == 1  # nothing measured: no counter on a CPU
+    assert sorted(p.name for p in out.iterdir()) == ["energy_bound.json", "energy_bound.txt", "run.log"]
+    result = json.loads((out / "energy_bound.json").read_text())
+    assert result["run_exit_code"] == 0 and result["violations"] == []
+    assert result["rows"] and all(r["joules"] is None and r["note"].startswith("energy not measured: ") for r in result["rows"])
+    assert any(note.startswith("energy not measured: ") for note in result["run_notes"])
+    assert result["repeat"]["repeats"] == 2 and result["repeat"]["joules"] == [] and result["repeat"]["notes"]
+    assert os.path.getsize(out / "energy_bound.txt") > 0
