@@ -22,10 +22,13 @@ from solbench.exec.precompile import Precompiler, default_processes
 REFERENCE = "import torch\n\n\n@torch.no_grad()\ndef run(x):\n    return torch.nn.functional.silu(x) * 2.0 + 1.0\n"
 
 
-def tiny_problem(name: str = "ahead_silu") -> Problem:
+LIGHT = "import torch\n\n\ndef run(x):\n    return x.view(-1)\n"  # a graph without a kernel: nothing for inductor to build in C++
+
+
+def tiny_problem(name: str = "ahead_silu", reference: str = REFERENCE) -> Problem:
     definition = Definition.model_validate({
         "name": name, "axes": {"N": {"type": "var"}}, "inputs": {"x": {"shape": ["N"], "dtype": "float32"}},
-        "outputs": {"y": {"shape": ["N"], "dtype": "float32"}}, "reference": REFERENCE})
+        "outputs": {"y": {"shape": ["N"], "dtype": "float32"}}, "reference": reference})
     return Problem(definition, [Workload.model_validate({"uuid": "n256", "axes": {"N": 256}, "inputs": {"x": {"type": "random"}}})])
 
 
@@ -68,8 +71,7 @@ def test_one_compile_process_serves_the_next_compiles_and_a_dead_one_is_replaced
 
     ahead = Precompiler(tmp_path / "cache", "cpu", 1)
     try:
-        first, second = tiny_problem("ahead_a"), tiny_problem("ahead_b")
-        second.definition.reference = "print('noise from the reference')\n" + REFERENCE  # its graph is the first's: loaded, not compiled again
+        first, second = tiny_problem("ahead_a", LIGHT), tiny_problem("ahead_b", "print('noise from the reference')\n" + LIGHT)
         ahead.submit(first, first.workloads, "default")
         assert ahead.futures[-1][1].result(timeout=600)[1] is None
         (pid,) = list(ahead.running)
@@ -78,14 +80,14 @@ def test_one_compile_process_serves_the_next_compiles_and_a_dead_one_is_replaced
         assert list(ahead.running) == [pid]  # the same process, still there for the next compile
         os.kill(pid, signal.SIGKILL)
         time.sleep(0.2)
-        third = tiny_problem("ahead_c")
+        third = tiny_problem("ahead_c", LIGHT)
         ahead.submit(third, third.workloads, "default")
         assert ahead.futures[-1][1].result(timeout=600)[1] is None
         (replaced,) = list(ahead.running)
         assert replaced != pid
         assert ahead.pool.submit(lambda: ahead.local.compiles).result() == 1  # counted from the fresh process on
         monkeypatch.setattr(precompile, "COMPILES_PER_PROCESS", 1)
-        fourth = tiny_problem("ahead_d")
+        fourth = tiny_problem("ahead_d", LIGHT)
         ahead.submit(fourth, fourth.workloads, "default")
         assert ahead.futures[-1][1].result(timeout=600)[1] is None
         assert list(ahead.running) != [replaced]  # retired after its one compile
