@@ -53,6 +53,16 @@ def resolve_device(device: str) -> str:
     return device
 
 
+def output_specs(problem: Problem, workload: Workload) -> dict[str, OutputSpec]:
+    """The outputs a worker preallocates for a call of `workload` (their storage shapes and dtypes)."""
+    axes = problem.axes(workload)
+    specs = {}
+    for name, spec in problem.definition.outputs.items():
+        shape = list(storage_shape(spec.dtype, spec.resolve_shape(axes))) if spec.shape is not None else []
+        specs[name] = OutputSpec(shape=shape, dtype=str(spec.dtype.torch_dtype()).removeprefix("torch."))
+    return specs
+
+
 def reference_solution(problem: Problem) -> Solution:
     """The problem's reference as a solution (value-returning PyTorch): the default baseline."""
     return Solution.model_validate({
@@ -377,8 +387,9 @@ class EvaluationRun:
         this process reads the same counter around the request and checks the windows against it, and the
         outputs of a few calls of the window (chosen here) are compared with the reference's."""
         from solbench.energy import evaluate as energy
+        from solbench.energy.counter import open_counter
 
-        counter, note = energy.trusted_counter(self.device)
+        counter, note = open_counter(self.device)  # this process's own reading of the counter the worker reads: the cross-check
         if counter is None:
             log.append(f"note [energy]: {note}")
             return Energy(note=note)
@@ -406,16 +417,10 @@ class EvaluationRun:
         with self.phases("verify"), device_shared():
             self._verify_timed_calls(workload, seed, check, answer, deadline, log)  # type: ignore[arg-type] - hands back outputs as a TimeAnswer does
         with self.phases("sol"):
-            from solbench.sol.calibrate import spec_for_run
-
             try:
-                spec = spec_for_run(self.options.hardware, self.device, self.options.clock_mhz)
+                spec = self._sol_spec()
             except Exception:  # noqa: BLE001 - an unknown spec is said where T_SOL is priced; here it means no E_SOL
                 spec = None
-            if self._captures is None and spec is not None:
-                from solbench.sol.analysis import shared_captures
-
-                self._captures = shared_captures(self.problem)
             sol_j, sol_note = energy.sol_energy(self.problem, workload, spec, self.policy, self._captures, self.options.sol_floor)
         recorded, lines = energy.record(answer, sol_j, sol_note)
         log += lines
@@ -492,21 +497,28 @@ class EvaluationRun:
             return times
         try:
             from solbench.sol.api import sol_times
-            from solbench.sol.calibrate import spec_for_run
 
-            spec = spec_for_run(self.options.hardware, self.device, self.options.clock_mhz)
+            spec = self._sol_spec()
             if spec is None:
                 return None  # a CPU: no datasheet spec to bound it with
             self.environment["hardware"] = spec.name
             self._bound_measured = spec.vendor == "CPU"
-            if self._captures is None:
-                from solbench.sol.analysis import shared_captures
-
-                self._captures = shared_captures(self.problem)
             return sol_times(self.problem, workload, spec, self.policy, self._captures, floor=self.options.sol_floor)
         except Exception as exc:  # noqa: BLE001 - a missing bound must not lose the measurement
             log.append(f"T_SOL not available: {type(exc).__name__}: {exc}")
             return None
+
+    def _sol_spec(self) -> Any:
+        """The hardware spec the run's bounds are priced on (None: none for this device), the problem's
+        captures made once for T_SOL and E_SOL alike."""
+        from solbench.sol.calibrate import spec_for_run
+
+        spec = spec_for_run(self.options.hardware, self.device, self.options.clock_mhz)
+        if spec is not None and self._captures is None:
+            from solbench.sol.analysis import shared_captures
+
+            self._captures = shared_captures(self.problem)
+        return spec
 
     # --- small pieces --------------------------------------------------------------------------
 
@@ -514,12 +526,7 @@ class EvaluationRun:
         return {f"out:{name}": self.session.new_path(f"ref-{name}") for name in self.problem.definition.outputs}
 
     def _output_specs(self, workload: Workload) -> dict[str, OutputSpec]:
-        axes = self.problem.axes(workload)
-        specs = {}
-        for name, spec in self.problem.definition.outputs.items():
-            shape = list(storage_shape(spec.dtype, spec.resolve_shape(axes))) if spec.shape is not None else []
-            specs[name] = OutputSpec(shape=shape, dtype=str(spec.dtype.torch_dtype()).removeprefix("torch."))
-        return specs
+        return output_specs(self.problem, workload)
 
     def _sweep_blobs(self) -> None:
         for path in self.session.root.glob("*.bin"):

@@ -7,18 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from solbench.data.trace import Energy
-from solbench.energy.counter import METHOD, EnergyCounter, open_counter
+from solbench.energy.counter import METHOD
 from solbench.energy.reading import forged, per_call
 from solbench.energy.score import ENERGY_BOUND_UNCERTAINTY, below_energy_sol
 from solbench.energy.window import Window
 
 CHECK_SPAN = 10  # the calls among which the checked ones are drawn; the window makes at least this many
 CHECKED_CALLS = 2  # calls of the window (besides the last) whose outputs are compared with the reference's
-
-
-def trusted_counter(device: str) -> tuple[EnergyCounter | None, str | None]:
-    """The orchestrator's own reading of the GPU's counter (the same counter the worker reads)."""
-    return open_counter(device)
 
 
 def windows_of(answer: Any) -> tuple[Window, Window, Window]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Iterator
 
 
@@ -34,3 +35,16 @@ def launched_under(pair: Any, solution: Any, launcher: Any, finish_timeout_s: fl
         pair.ipc = saved_ipc
         pair.environment.clear()
         pair.environment.update(saved_environment)
+
+
+def read_log(path: Any) -> str:
+    """A file a launched worker or its launcher wrote ("" when there is none)."""
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def first_line(text: str | None) -> str:
+    """The first line of a message, at most 300 characters."""
+    return ((text or "").strip().splitlines() or [""])[0][:300]

@@ -39,6 +39,7 @@ from solbench.data.selection import input_elements
 from solbench.data.solution import Solution
 from solbench.data.trace import Status, Trace
 from solbench.data.workload import Workload
+from solbench.profile.launched import first_line, launched_under, read_log
 from solbench.profile.racecheck import racecheck_reason
 from solbench.profile.sanitizer import ERROR_EXITCODE, SanitizerOutput, parse_output, sanitizer_argv
 from solbench.profile.tools import SANITIZER, ToolMissing, find_tool
@@ -241,7 +242,6 @@ def sanitized_run(problem: Problem, solution: Solution, options: Any, workers: A
     analysis refused the solution, so nothing ran); `caching`: PyTorch's caching allocator left on."""
     from solbench.bench.orchestrator import EvaluationRun
     from solbench.bench.processes import Launcher
-    from solbench.profile.launched import launched_under
 
     sanitized = dataclasses.replace(options, trials=1, timing=False, hidden=0, timer="events", launch_gate=False, memcheck=False,
                                     reference_latency=False)
@@ -256,24 +256,14 @@ def sanitized_run(problem: Problem, solution: Solution, options: Any, workers: A
             return None
         trace = run.evaluate_workload(workload)
     launched, codes = found.processes, found.codes
-    text = "\n".join(_read(process.log_path) for process in launched)
+    text = "\n".join(read_log(process.log_path) for process in launched)
     evaluation = trace.evaluation if trace is not None else None
     failure = ""
     if not launched and evaluation is not None:
-        failure = f"no worker started under the sanitizer ({evaluation.status.value}: {_first_line(evaluation.log)})"
+        failure = f"no worker started under the sanitizer ({evaluation.status.value}: {first_line(evaluation.log)})"
     passed = evaluation is not None and evaluation.status == Status.PASSED
     return ToolRun(tool, time.monotonic() - started, build_seconds=(evaluation.phases or {}).get("build", 0.0) if evaluation else 0.0,
-                   status=evaluation.status.value if evaluation else "", message="" if passed or evaluation is None else _first_line(evaluation.log),
+                   status=evaluation.status.value if evaluation else "", message="" if passed or evaluation is None else first_line(evaluation.log),
                    exit_codes=codes, output=parse_output(text), failure=failure)
 
 
-def _first_line(text: str | None) -> str:
-    return ((text or "").strip().splitlines() or [""])[0][:300]
-
-
-def _read(path: Any) -> str:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return ""

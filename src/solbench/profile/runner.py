@@ -19,13 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from solbench.data.dtypes import storage_shape
 from solbench.data.problem import Problem
 from solbench.data.solution import Solution
 from solbench.data.trace import Status
 from solbench.data.workload import Workload
 from solbench.profile import metrics
 from solbench.profile.join import build_report, sol_side
+from solbench.profile.launched import first_line, launched_under, read_log
 from solbench.profile.model import ProfileReport
 from solbench.profile.ncu_csv import NcuOutputError, parse_raw_page
 from solbench.profile.timeline import representative
@@ -41,21 +41,10 @@ class ProfileError(RuntimeError):
     """The profile could not be made (one line: why)."""
 
 
-def output_specs(problem: Problem, workload: Workload) -> dict[str, Any]:
-    """The outputs to preallocate for a call (as the orchestrator describes them to the worker)."""
-    from solbench.bench.messages import OutputSpec
-
-    axes = problem.axes(workload)
-    specs = {}
-    for name, spec in problem.definition.outputs.items():
-        shape = list(storage_shape(spec.dtype, spec.resolve_shape(axes))) if spec.shape is not None else []
-        specs[name] = OutputSpec(shape=shape, dtype=str(spec.dtype.torch_dtype()).removeprefix("torch."))
-    return specs
-
-
 def _call(pair: Any, problem: Problem, solution: Solution, workload: Workload, seed: int, trial: int, deadline: float, **fields: Any) -> Any:
     """One call of the solution in the pair's solution worker (its outputs are not handed back)."""
     from solbench.bench.messages import RunAnswer, RunRequest
+    from solbench.bench.orchestrator import output_specs
 
     group = pair.group()
     request = RunRequest(workload=workload, seed=seed, trial=trial, outputs=output_specs(problem, workload),
@@ -65,9 +54,6 @@ def _call(pair: Any, problem: Problem, solution: Solution, workload: Workload, s
     finally:
         pair.release_later("solution", group)
 
-
-def _first_line(text: str) -> str:
-    return ((text or "").strip().splitlines() or [""])[0][:300]
 
 
 def profile_solution(problem: Problem, solution: Solution, workload: Workload, options: Any, *, spec: Any, ncu: Path,
@@ -92,7 +78,7 @@ def profile_solution(problem: Problem, solution: Solution, workload: Workload, o
             run.start(first=workload)
             if run.build_failure is not None:
                 status, message = run.build_failure
-                raise ProfileError(f"the solution did not build or start ({status.value}): {_first_line(message)}")
+                raise ProfileError(f"the solution did not build or start ({status.value}): {first_line(message)}")
             trace = run.evaluate_workload(workload)
             seconds["evaluation"] = round(time.monotonic() - started, 3)
             started = time.monotonic()
@@ -120,7 +106,7 @@ def profile_solution(problem: Problem, solution: Solution, workload: Workload, o
         notes.append(f"the solution did not pass on this workload ({evaluation.status.value}): this is a profile of incorrect code")
     sol = _sol(problem, workload, spec, options, notes)
     return build_report(problem=problem.name, solution=solution.name, workload=workload.uuid, status=evaluation.status.value,
-                        status_message=_first_line(evaluation.log) if evaluation.status != Status.PASSED else "",
+                        status_message=first_line(evaluation.log) if evaluation.status != Status.PASSED else "",
                         device=(evaluation.environment or {}).get("device"), latency_ms=latency, latency_source=source, sol=sol,
                         records=records, timeline=timeline, calls=len(calls), notes=notes, seconds=seconds, tool=tool)
 
@@ -139,7 +125,7 @@ def _timeline(pair: Any, problem: Problem, solution: Solution, workload: Workloa
             answer = _call(pair, problem, solution, workload, seed, TIMELINE_TRIAL + 1 + index, deadline, timeline=True, **fields)
             calls.append(list(answer.spans_ms))
     except Outcome as outcome:
-        notes.append(f"no timeline: a call failed ({outcome.status.value}: {_first_line(outcome.message)})")
+        notes.append(f"no timeline: a call failed ({outcome.status.value}: {first_line(outcome.message)})")
         return []
     if not any(calls):
         notes.append("no timeline: the calls reported no device activity (timed without CUPTI, or the call launches nothing)")
@@ -153,7 +139,6 @@ def _under_ncu(pair: Any, problem: Problem, solution: Solution, workload: Worklo
 
     from solbench.bench.processes import Launcher
     from solbench.bench.verdicts import Outcome
-    from solbench.profile.launched import launched_under
 
     log_file = pair.session.root / f"ncu-{time.monotonic_ns()}.csv"
     asked = metrics.metrics_for(torch.cuda.get_device_capability(torch.device(pair.device)))
@@ -163,16 +148,16 @@ def _under_ncu(pair: Any, problem: Problem, solution: Solution, workload: Worklo
     with launched_under(pair, solution, Launcher(tuple(metrics.ncu_argv(ncu, log_file, asked)), {}), FINISH_TIMEOUT_S, pair.detach) as found:
         not_started = pair.attach(solution)
         if not_started is not None:
-            failure = f"under ncu, the solution worker did not start ({not_started[0].value}): {_first_line(not_started[1])}"
+            failure = f"under ncu, the solution worker did not start ({not_started[0].value}): {first_line(not_started[1])}"
         else:
             try:
                 _call(pair, problem, solution, workload, seed, PROFILED_TRIAL, deadline, **fields)
                 _call(pair, problem, solution, workload, seed, PROFILED_TRIAL + 1, deadline, nvtx=metrics.RANGE, **fields)
             except Outcome as outcome:
-                failure = f"under ncu, the call failed ({outcome.status.value}): {_first_line(outcome.message)}"
+                failure = f"under ncu, the call failed ({outcome.status.value}): {first_line(outcome.message)}"
     launched, codes = found.processes, found.codes
-    page = _read(log_file)
-    logs = "\n".join(_read(process.log_path) for process in launched)
+    page = read_log(log_file)
+    logs = "\n".join(read_log(process.log_path) for process in launched)
     if PERMISSION in page or PERMISSION in logs:
         raise ProfileError(f"ncu may not read the GPU's performance counters here ({PERMISSION}): profiling is restricted to administrators "
                            "and the sandbox drops every capability; allow profiling for all users (NVreg_RestrictProfilingToAdminUsers=0) "
@@ -197,15 +182,9 @@ def _sol(problem: Problem, workload: Workload, spec: Any, options: Any, notes: l
 
         result = analyze(problem, workload, spec, policy_for(problem, options.policy), shared_captures(problem), floor=options.sol_floor)
     except Exception as exc:  # noqa: BLE001 - the measurements stand without the bound
-        notes.append(f"SOL analysis failed: {type(exc).__name__}: {_first_line(str(exc))}")
+        notes.append(f"SOL analysis failed: {type(exc).__name__}: {first_line(str(exc))}")
         return None
     if result.partial:
         notes.append(f"the SOL analysis is partial (ops without a cost rule: {', '.join(result.uncovered_ops[:5])})")
     return sol_side(result, spec)
 
-
-def _read(path: Path) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""

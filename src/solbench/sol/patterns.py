@@ -114,11 +114,9 @@ def _kept_fraction(node: OpNode, scores: TensorInfo) -> float | None:
     values = masks[0].values
     if values is None:  # too large to have been computed: the least it can keep is one key per query
         return least_kept_share(scores.shape)
-    nonzero = values if values.dtype == torch.bool else values != 0  # counted, never widened: masks reach 10^8 elements
-    if node.packet == "masked_fill":
-        dropped = int(torch.count_nonzero(nonzero))
-    elif node.packet == "where":
-        dropped = values.numel() - int(torch.count_nonzero(nonzero))
+    if node.packet in ("masked_fill", "where"):  # counted, never widened: masks reach 10^8 elements
+        marked = int(torch.count_nonzero(values))  # True (non-zero) entries: filled by masked_fill, kept by where
+        dropped = marked if node.packet == "masked_fill" else values.numel() - marked
     else:
         sign = -1.0 if node.packet == "sub" else 1.0
         exact = values if values.dtype == torch.float64 else values.to(torch.float32)  # the half formats widen exactly
