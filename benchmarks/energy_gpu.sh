@@ -3,7 +3,7 @@
 # 345 s in all). Run from the repository root with PYTHONPATH=src (pydantic available):
 #   bash benchmarks/energy_gpu.sh
 # Writes under $OUT (8 files: all that come back):
-#   summary.txt          one line per step: rc and seconds
+#   summary.txt          one line per step: rc and seconds; benchmarks/energy_step_probe.py's costs of a window step
 #   gpu-tests.log        pytest -m gpu of tests/energy (copy kernel energy, scaling, windows, calibration to a spec)
 #   calibrate.log        `solbench hw calibrate --energy --base H200` (every kernel's mJ/call, W, the fit)
 #   h200-energy.yaml     the calibrated spec with its energy block (figures, residuals, date)
@@ -21,6 +21,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/gpu_steps.sh"
 nvidia-smi --query-gpu=name,driver_version,power.draw,power.limit,clocks.sm --format=csv,noheader >> "$OUT/summary.txt" 2>&1
 python3 -c "import pynvml; print('nvidia-ml-py', pynvml.__file__)" >> "$OUT/summary.txt" 2>&1
 
+timeout 60 python3 benchmarks/energy_step_probe.py >> "$OUT/summary.txt" 2>&1  # what one window step costs, part by part
 step gpu-tests 140 python3 -m pytest -o addopts="" -q -s -p no:cacheprovider tests/energy -m gpu
 step calibrate 90 python3 -m solbench.cli hw calibrate --energy --base H200 -o "$OUT/h200-energy.yaml" --force
 SPEC="$OUT/h200-energy.yaml"

@@ -38,7 +38,7 @@ def counter_absent(note: str | None) -> bool:
 
 def test_eval_with_energy_on_a_cpu_notes_the_missing_counter(tmp_path: Path):
     out = tmp_path / "traces.jsonl"
-    result = solbench(tmp_path, "eval", VECTOR_SCALE, "--solution", SOLUTION, "--device", "cpu", "--hidden", "0", "--energy", "-o", out)
+    result = solbench(tmp_path, "eval", VECTOR_SCALE, "--solution", SOLUTION, "--device", "cpu", "--hidden", "0", "--energy", "--energy-window", "0.5", "-o", out)
     assert result.returncode == 0, result.stdout + result.stderr
     traces = load_traces(out)
     assert len(traces) == len(load_problems([VECTOR_SCALE])[0].workloads)
@@ -133,3 +133,17 @@ def test_summary_notes_tell_missing_energy_from_notes_on_the_bound():
     assert notes == ["energy not measured: NVML is not available here (NVMLError_LibraryNotFound) (1 workload): no energy score there",
                      "E_SOL: no energy figure for sfu: priced at the least measured energy per operation (1 workload)",
                      "no E_SOL: the hardware spec B200 has no energy figures (datasheet only); `solbench hw calibrate --energy` measures them on the GPU"]
+
+
+def test_baseline_build_with_energy_on_a_cpu_asks_for_energy_and_keeps_it_current(tmp_path: Path):
+    baselines = tmp_path / "baselines"
+    result = solbench(tmp_path, "baseline", "build", VECTOR_SCALE, "--device", "cpu", "--seed", "2", "--energy", "--energy-window", "0.5",
+                      "--baselines", baselines)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "E_b" in result.stdout and "Traceback" not in result.stderr
+    (store,) = [json.loads(path.read_text()) for path in baselines.glob("*.json")]
+    assert store["entries"] and all(entry["energy_asked"] and entry.get("baseline_energy_j") is None for entry in store["entries"])
+    again = solbench(tmp_path, "baseline", "build", VECTOR_SCALE, "--device", "cpu", "--seed", "2", "--energy", "--baselines", baselines)
+    assert again.returncode == 0 and "0 entries measured" in again.stdout, again.stdout + again.stderr
+    window_alone = solbench(tmp_path, "baseline", "build", VECTOR_SCALE, "--device", "cpu", "--energy-window", "2", "--baselines", baselines)
+    assert window_alone.returncode == 2 and "add --energy" in window_alone.stderr and "Traceback" not in window_alone.stderr

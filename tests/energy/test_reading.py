@@ -76,3 +76,17 @@ def test_impossible_windows_are_caught(case: str, words: str):
         loop = Window(loop.start_mj, loop.end_mj, loop.seconds, loop.steps, ((middle, 1500), (middle - 10, 1700), (loop.end_mj, loop.steps)))
     finding = forged(before, after, elapsed, (idle, blank, loop), 700.0)
     assert finding is not None and words in finding
+
+
+def test_the_blank_windows_before_and_after_are_averaged_and_their_difference_is_in_the_resolution():
+    idle, blank, loop = windows()
+    covered = Window(loop.start_mj, loop.end_mj, loop.seconds, loop.steps, covered_steps=2000.2)
+    drifted = Window(loop.end_mj + 5_000, loop.end_mj + 5_000 + 210_000, 1.0, 5001, covered_steps=5000.9)  # 5% more power after the calls
+    first = Window(blank.start_mj, blank.end_mj, blank.seconds, blank.steps, covered_steps=5000.9)
+    reading = per_call(idle, first, covered, drifted)
+    blank_step = (200 / 5000.9 + 210 / 5000.9) / 2
+    assert reading.overhead_j == pytest.approx(blank_step) and reading.joules == pytest.approx(450 / 2000.2 - blank_step)
+    drift = 0.5 * (210 - 200) / 5000.9
+    boundary = 2 * 0.0005 * (450 / 2000.2 + (200 / 5000.9 + 210 / 5000.9) / 2)
+    assert reading.resolution_j == pytest.approx(drift + boundary)
+    assert forged(idle.start_mj, drifted.end_mj, 3.4, (idle, first, covered, drifted), 700.0) is None

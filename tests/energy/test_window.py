@@ -1,78 +1,128 @@
-"""Windows aligned to the counter's updates, on a counter that updates every 0.1 s at a known power
-(NVML's behaviour as measured on the H200; NVML itself cannot run here)."""
+"""Windows aligned to the counter's updates, on a counter that updates every few tens of ms at a known
+power on the real clock (NVML's behaviour, faster, as measured on the H200; NVML itself cannot run here),
+read by the window's poller thread while steps of known duration run."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from solbench.energy.window import CounterStuck, Window, idle_window, loop_window, measure
+from solbench.energy.window import CounterPoller, CounterStuck, Window, _covered, idle_window, loop_window, measure
 
 from energy_testkit import SteppedCounter
 
+PERIOD_S = 0.02
+
+
+def sleeping(seconds: float):
+    def step() -> None:
+        time.sleep(seconds)
+    return step
+
 
 def test_an_idle_window_gives_the_power_between_two_updates():
-    counter = SteppedCounter(85.0)
-    window = idle_window(counter, 0.3, clock=lambda: counter.now, sleep=counter.advance)
-    assert window.steps == 0 and window.mean_power_w == pytest.approx(85.0, rel=0.01)
-    assert window.seconds == pytest.approx(0.3, abs=0.001) or window.seconds == pytest.approx(0.4, abs=0.001)
+    counter = SteppedCounter(85.0, period_s=PERIOD_S, clock=time.monotonic)
+    window = idle_window(counter, 0.1)
+    assert window.steps == 0 and window.mean_power_w == pytest.approx(85.0, rel=0.03)
+    assert 0.1 <= window.seconds < 0.1 + 2 * PERIOD_S and len(window.updates) >= 4
 
 
-@pytest.mark.parametrize("step_s", [0.001, 0.013, 0.07])
+@pytest.mark.parametrize("step_s", [0.0003, 0.004, 0.03])
 def test_joules_per_step_of_a_loop_window(step_s: float):
-    counter = SteppedCounter(450.0)
-    window = loop_window(counter, lambda: counter.advance(step_s), 1.0, clock=lambda: counter.now, sleep=counter.advance)
-    truth = 450.0 * step_s
-    assert window.seconds >= 1.0 and window.steps >= 1.0 / step_s - 1
-    # half a step's energy at most, spread over the steps
-    assert window.per_step_j == pytest.approx(truth, abs=0.5 * truth / window.effective_steps + 1e-3 / window.effective_steps)
+    counter = SteppedCounter(450.0, period_s=PERIOD_S, clock=time.monotonic)
+    window = loop_window(counter, sleeping(step_s), 0.2)
+    assert window.seconds >= 0.2 and window.steps >= window.effective_steps > 0
+    per_step = window.seconds / window.effective_steps  # the steps' real duration, sleep overshoot included
+    assert per_step >= step_s
+    # the steps' share of the window is known from their ends: joules per step are the power over a step's time
+    assert window.per_step_j == pytest.approx(450.0 * per_step, rel=0.03)
+    # the steps run after the end update (until the poller has seen it) are not covered: a few poll intervals' worth
+    assert window.steps - 1 - 0.005 / step_s <= window.covered_steps <= window.steps
+
+
+def test_covered_steps_take_the_share_of_cut_steps_inside_the_window():
+    ends = [0.0, 1.0, 2.0, 3.0, 4.0]  # four steps of 1 s
+    assert _covered(ends, 0.5, 3.25) == pytest.approx(0.5 + 1 + 1 + 0.25)
+    assert _covered(ends, 0.0, 4.0) == pytest.approx(4.0) and _covered(ends, 5.0, 6.0) == 0.0
 
 
 def test_the_window_makes_at_least_min_steps():
-    counter = SteppedCounter(300.0)
-    window = loop_window(counter, lambda: counter.advance(0.2), 0.1, min_steps=12, clock=lambda: counter.now, sleep=counter.advance)
+    counter = SteppedCounter(300.0, period_s=PERIOD_S, clock=time.monotonic)
+    window = loop_window(counter, sleeping(0.01), 0.02, min_steps=12)
     assert window.steps >= 12
 
 
-def test_a_counter_that_never_advances_is_one_line():
-    stuck = SteppedCounter(0.0)
+def test_a_counter_that_never_advances_or_fails_is_one_line(monkeypatch):
+    monkeypatch.setattr("solbench.energy.window.UPDATE_TIMEOUT_S", 0.2)
+    stuck = SteppedCounter(0.0, clock=time.monotonic)
     with pytest.raises(CounterStuck, match="did not advance"):
-        idle_window(stuck, 0.3, clock=lambda: stuck.now, sleep=stuck.advance)
+        idle_window(stuck, 0.1)
     with pytest.raises(CounterStuck, match="did not advance"):
-        loop_window(stuck, lambda: stuck.advance(0.01), 1.0, clock=lambda: stuck.now, sleep=stuck.advance)
+        loop_window(stuck, sleeping(0.001), 1.0)
+
+    class Failing(SteppedCounter):
+        def read_mj(self) -> int:
+            if self.reads > 3:
+                raise OSError("NVML: GPU is lost")
+            return super().read_mj()
+
+    with pytest.raises(CounterStuck, match="could not be read: OSError: NVML: GPU is lost"):
+        loop_window(Failing(100.0, period_s=PERIOD_S, clock=time.monotonic), sleeping(0.001), 1.0)
 
 
-def test_measure_runs_idle_then_blank_then_calls():
-    counter = SteppedCounter(200.0)
+def test_the_counter_is_read_by_the_poller_never_by_the_steps():
+    counter = SteppedCounter(200.0, period_s=PERIOD_S, clock=time.monotonic)
+    reads_in_steps = []
+
+    def step() -> None:
+        before = counter.reads
+        time.sleep(0.002)
+        reads_in_steps.append(counter.reads - before)
+
+    with CounterPoller(counter) as poller:
+        time.sleep(0.05)
+    assert len(poller.updates) >= 1 and all(b[1] > a[1] for a, b in zip(poller.updates, poller.updates[1:]))
+    loop_window(counter, step, 0.1)
+    assert sum(reads_in_steps) > 0  # the poller ran while the steps slept: reads happen beside the steps, in their own thread
+
+
+def test_measure_runs_idle_then_blank_then_calls_then_blank_again():
+    counter = SteppedCounter(200.0, period_s=PERIOD_S, clock=time.monotonic)
     order: list[str] = []
 
     def blank() -> None:
         order.append("blank")
-        counter.advance(0.002)
+        time.sleep(0.002)
 
     def call() -> None:
         order.append("call")
-        counter.advance(0.003)
+        time.sleep(0.003)
 
-    readings = measure(counter, blank, call, 0.5, 0.2, min_calls=10, clock=lambda: counter.now, sleep=counter.advance)
-    assert order.index("call") > max(i for i, name in enumerate(order) if name == "blank")
+    readings = measure(counter, blank, call, 0.1, 0.05, min_calls=10)
+    first_call, last_call = order.index("call"), len(order) - 1 - order[::-1].index("call")
+    assert set(order[:first_call]) == {"blank"} and set(order[last_call + 1:]) == {"blank"} and last_call + 1 < len(order)
     assert readings.idle.end_mj <= readings.blank.start_mj and readings.blank.end_mj <= readings.loop.start_mj
+    assert readings.loop.end_mj <= readings.blank_after.start_mj
     assert readings.loop.steps == order.count("call") and readings.loop.steps >= 10
+    assert readings.blank.steps + readings.blank_after.steps == order.count("blank")
     assert Window(0, 1000, 2.0, 0).mean_power_w == 0.5 and Window(0, 1000, 1.0, 3).per_step_j == pytest.approx(1 / 2.5)
+    assert Window(0, 1000, 1.0, 3, covered_steps=2.8).per_step_j == pytest.approx(1 / 2.8)
 
 
 def test_a_window_keeps_its_updates_and_the_spread_of_joules_per_step():
-    counter = SteppedCounter(450.0)
-    window = loop_window(counter, lambda: counter.advance(0.001), 1.0, clock=lambda: counter.now, sleep=counter.advance)
-    assert 9 <= len(window.updates) <= 11 and window.updates[-1] == (window.end_mj, window.steps)
+    counter = SteppedCounter(450.0, period_s=PERIOD_S, clock=time.monotonic)
+    window = loop_window(counter, sleeping(0.0005), 0.2)
+    assert 9 <= len(window.updates) <= 12 and window.updates[-1][0] == window.end_mj
     steady = window.per_step_spread_j
-    assert 0 <= steady < 0.02 * window.per_step_j  # a steady power: only the one-step jitter at each update
+    assert 0 <= steady < 0.05 * window.per_step_j  # a steady power: only the jitter of a step at each update
 
     class Drifting(SteppedCounter):  # the power alternates between 300 W and 600 W from one update period to the next
         def read_mj(self) -> int:
             updates = int(self.clock() / self.period_s)
-            return int(round(sum(300.0 if i % 2 else 600.0 for i in range(updates)) * self.period_s * 1e3))
+            return int(round((300.0 * (updates // 2) + 600.0 * (updates - updates // 2)) * self.period_s * 1e3))
 
-    drifting = Drifting(0.0)
-    noisy = loop_window(drifting, lambda: drifting.advance(0.001), 1.0, clock=lambda: drifting.now, sleep=drifting.advance)
-    assert noisy.per_step_spread_j > 10 * max(steady, 1e-9) and noisy.per_step_spread_j > 0.05 * noisy.per_step_j
+    drifting = Drifting(0.0, period_s=PERIOD_S, clock=time.monotonic)
+    noisy = loop_window(drifting, sleeping(0.0005), 0.2)
+    assert noisy.per_step_spread_j > 3 * max(steady, 1e-9) and noisy.per_step_spread_j > 0.05 * noisy.per_step_j
     assert Window(0, 1000, 1.0, 10, ((500, 5), (1000, 10))).per_step_spread_j == 0.0  # fewer than 3 intervals: no estimate

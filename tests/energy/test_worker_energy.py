@@ -64,7 +64,10 @@ def test_the_energy_request_measures_checks_and_hands_back_outputs(problem, monk
     assert energy.check_answer(answer, before, after, elapsed, 700.0) is None
     recorded, lines = energy.record(answer, 1e-9, None)
     assert recorded.method == METHOD and recorded.calls == answer.calls and recorded.idle_power_w == pytest.approx(120.0, rel=0.2)
-    assert recorded.joules == pytest.approx(recorded.mean_power_w * recorded.window_s / (answer.calls - 0.5) - recorded.overhead_j)
+    idle, blank, loop, blank_after = energy.windows_of(answer)  # the setup measured before and after the calls, averaged
+    assert recorded.overhead_j == pytest.approx((blank.per_step_j + blank_after.per_step_j) / 2)
+    assert recorded.joules == pytest.approx(loop.joules / loop.covered_steps - recorded.overhead_j)
+    assert answer.loop.steps - 1 - 0.005 / (loop.seconds / loop.covered_steps) <= loop.covered_steps <= answer.loop.steps
     assert not any("below-energy-sol" in line for line in lines)
 
 
@@ -77,6 +80,8 @@ def test_an_answer_claiming_other_calls_than_steps_is_refused(problem, monkeypat
     answer = worker.energy(request)
     doctored = answer.model_copy(update={"calls": answer.calls * 10})
     assert "steps for" in energy.check_answer(doctored, 0, counter.read_mj(), 10.0, 700.0)
+    inflated = answer.model_copy(update={"loop": answer.loop.model_copy(update={"covered_steps": answer.calls * 3.0})})
+    assert "steps' time inside it" in energy.check_answer(inflated, 0, counter.read_mj(), 10.0, 700.0)
 
 
 def test_a_worker_without_a_counter_answers_with_the_reason(problem, monkeypatch, tmp_path: Path):

@@ -182,6 +182,7 @@ class EnergyWindow(Message):
     seconds: float
     steps: int = Field(ge=0)
     updates: list[tuple[int, int]] = Field(default_factory=list, max_length=100_000)  # (counter mJ, steps done) at each update seen
+    covered_steps: float | None = None  # the steps' time inside the window, in steps (solbench.energy.window)
 
 
 class EnergyAnswer(Answer):
@@ -192,6 +193,7 @@ class EnergyAnswer(Answer):
     idle: EnergyWindow | None = None
     blank: EnergyWindow | None = None
     loop: EnergyWindow | None = None
+    blank_after: EnergyWindow | None = None  # the blank steps again after the calls (the power's drift)
     calls: int = Field(default=0, ge=0)
     checked: dict[str, dict[str, Described]] = Field(default_factory=dict)
     aliased_outputs: list[str] = Field(default_factory=list)

@@ -47,7 +47,7 @@ class EvalOptions:
     # workload: a report makes its traces INCORRECT_NUMERICAL (solbench.profile.memcheck)
     memcheck: bool = False
     # energy per call after timing (solbench.energy): the counter's windows are aligned to its updates (~0.1 s apart); each
-    # workload pays idle_s + 2 x window_s, plus up to ~0.1 s per window waiting for an update
+    # workload pays idle_s + 3 x window_s (setup, calls, setup again), plus up to ~0.1 s per window waiting for an update
     energy: bool = False
     energy_window_s: float = 1.0
     energy_idle_s: float = 0.3

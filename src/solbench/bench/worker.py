@@ -244,7 +244,7 @@ class Worker:
     def energy(self, request: EnergyRequest) -> EnergyAnswer:
         """Energy of the timed calls (solbench.energy.window): idle power, then a window of their setup
         alone (fresh inputs, outputs allocated, L2 flush, synchronised), then a window of the same steps
-        with the call (each synchronised: no work of a call outlives its step). The outputs of the calls
+        with the call (each synchronised: no work of a call outlives its step), then the setup alone again. The outputs of the calls
         in `check` and of the last call come back, to be compared as timed calls' are."""
         self._ensure_timer(request.timer, False)
         counter, note = energy_counter.open_counter(self.device)
@@ -292,7 +292,7 @@ class Worker:
         self._synchronize()
         checked = {str(index): {name: self._describe(value, os.path.join(request.blob_dir, f"nrg-{index}-{name}-{uuid.uuid4().hex[:8]}.bin"), request)
                                 for name, value in results.items()} for index, results in sorted(kept.items())}
-        windows = {name: EnergyWindow(**getattr(readings, name).to_json()) for name in ("idle", "blank", "loop")}
+        windows = {name: EnergyWindow(**getattr(readings, name).to_json()) for name in ("idle", "blank", "loop", "blank_after")}
         return EnergyAnswer(**windows, calls=state["index"] + 1, checked=checked, aliased_outputs=sorted(aliased))
 
     # --- the call and its checks -----------------------------------------------------------------

@@ -108,6 +108,8 @@ def _evaluation_options(device: str, trials: int, timeout: float, compile_timeou
         raise typer.BadParameter(f"expected strict, relaxed or auto, got {policy!r}", param_hint="--policy")
     if more.get("energy") and not timing:
         raise typer.BadParameter("energy is measured after timing, on the timed calls: drop --no-timing", param_hint="--energy")
+    if more.get("energy_window_s", 1.0) != 1.0 and not more.get("energy"):
+        raise typer.BadParameter("sets the windows of the energy measurement: add --energy", param_hint="--energy-window")
     return EvalOptions(device=device, trials=trials, timeout_s=timeout, compile_timeout_s=compile_timeout, seed=seed,
                        hardware=hardware, reference_latency=reference_latency, timing=timing, policy=policy, **more)
 
@@ -155,7 +157,8 @@ TimeoutOption = Annotated[float, typer.Option("--timeout", help="Seconds per wor
 CompileTimeoutOption = Annotated[float, typer.Option("--compile-timeout", help="Seconds for building the solution.")]
 SeedOption = Annotated[Optional[int], typer.Option(help="Input seed (default: a fresh random one, recorded in the traces).")]
 OutputOption = Annotated[Optional[Path], typer.Option("--output", "-o", help="Append traces to this JSONL file as each is known.")]
-EnergyOption = Annotated[bool, typer.Option("--energy", help="After timing, measure each workload's energy per call on the GPU's energy counter (NVML; pip install 'solbench[energy]'), its bound E_SOL and the energy score; about 2.5 s more per workload. Without a counter (a CPU, no driver) the traces say why.")]
+EnergyOption = Annotated[bool, typer.Option("--energy", help="After timing, measure each workload's energy per call on the GPU's energy counter (NVML; pip install 'solbench[energy]'), its bound E_SOL and the energy score; about 0.5 s + 3 x --energy-window more per workload. Without a counter (a CPU, no driver) the traces say why.")]
+EnergyWindowOption = Annotated[float, typer.Option("--energy-window", min=0.2, max=60.0, help="With --energy: seconds of each energy window (the calls' setup, the calls, the setup again); longer windows average the counter's 0.1 s updates over more calls.")]
 SandboxOption = Annotated[str, typer.Option("--sandbox", help="OS sandbox of the solution worker: auto (bubblewrap where it works, else a weaker fallback), bwrap (required) or none.")]
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .app import (DeviceOption, HardwareOption, PathsArgument, PolicyOption, SandboxOption, SeedOption, TimeoutOption, TrialsOption, _device_defaults,
+from .app import (DeviceOption, EnergyOption, EnergyWindowOption, HardwareOption, PathsArgument, PolicyOption, SandboxOption, SeedOption, TimeoutOption, TrialsOption, _device_defaults,
                   _evaluation_options, _problems_to_run, _print_issue, _sandbox_mode, app, console, error_console, reports_user_errors)
 from .evaluate import CompileModesOption, _compile_modes
 from .workloads import choose_workloads as _choose_workloads
@@ -35,8 +35,12 @@ def baseline_build(
     seed: SeedOption = None,
     sandbox: SandboxOption = "auto",
     policy: PolicyOption = "auto",
+    energy: EnergyOption = False,
+    energy_window: EnergyWindowOption = 1.0,
 ) -> None:
-    """Measure T_b for every problem and workload on this device; entries already current are kept."""
+    """Measure T_b for every problem and workload on this device (with --energy, E_b too: the least joules
+    per call of the correct candidates); entries already current are kept (one made without energy is
+    measured again when --energy is asked)."""
     from solbench.data.errors import SpecError
     from solbench.score.baselines import DEFAULT_DIR, baseline_path, solution_folder_solutions
     from solbench.score.pipeline import RunInputs, modes_for, open_store
@@ -45,7 +49,8 @@ def baseline_build(
 
     modes = _compile_modes(compile_modes)
     problems, refused = _problems_to_run(paths)
-    options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, True, policy, sandbox=_sandbox_mode(sandbox), hidden=0)
+    options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, True, policy, sandbox=_sandbox_mode(sandbox), hidden=0,
+                                  energy=energy, energy_window_s=energy_window)
     options, device_name, workloads = _device_defaults(options, workloads)
     if baseline_solutions is not None and not baseline_solutions.is_dir():
         raise SpecError("expected a folder of baseline solutions", path=baseline_solutions, field="--baseline-solutions")
@@ -100,15 +105,19 @@ def baseline_show(
 def _show(store: Any, problems: set[str] | None) -> None:
     from rich.table import Table
 
+    from solbench.report.units import format_joules
+
+    shown = sorted((e for e in store.entries if problems is None or e.problem in problems), key=lambda e: (e.problem, e.workload))
+    energy = any(entry.energy_asked for entry in shown)  # an E_b column only where energy was asked for
     table = Table(title=f"baselines on {store.hardware}")
-    for column in ("problem", "workload", "T_b ms", "candidate", "eager ms", "T_SOL ms", "verdict", "failed candidates"):
-        table.add_column(column, justify="right" if column.endswith("ms") else "left")
-    for entry in sorted(store.entries, key=lambda e: (e.problem, e.workload)):
-        if problems is not None and entry.problem not in problems:
-            continue
+    columns = ("problem", "workload", "T_b ms", "candidate", "eager ms", "T_SOL ms", *(("E_b",) if energy else ()), "verdict", "failed candidates")
+    for column in columns:
+        table.add_column(column, justify="right" if column.endswith("ms") or column == "E_b" else "left")
+    for entry in shown:
         failed = ", ".join(f"{c.name} {c.status}" for c in entry.candidates if c.latency_ms is None)
+        joules = (format_joules(entry.baseline_energy_j) if entry.baseline_energy_j is not None else "-",) if energy else ()
         table.add_row(entry.problem, entry.workload[:8], _ms(entry.baseline_ms), entry.candidate or "-", _ms(entry.reference_ms), _ms(entry.sol_ms),
-                      entry.verdict, failed or "")
+                      *joules, entry.verdict, failed or "")
     console.print(table)
 
 

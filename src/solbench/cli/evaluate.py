@@ -10,7 +10,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .app import (ClockOption, CompileTimeoutOption, DeviceOption, EnergyOption, HardwareOption, InputProfileOption, OutputOption, PathsArgument, PolicyOption,
+from .app import (ClockOption, CompileTimeoutOption, DeviceOption, EnergyOption, EnergyWindowOption, HardwareOption, InputProfileOption, OutputOption, PathsArgument, PolicyOption,
                   SandboxOption, SeedOption, SolFloorOption, SynthesizeOption, TimeoutOption, TrialsOption, _device_defaults, _evaluation_options, _problems_to_run, _input_profile, _print_issue,
                   _progress_line, _sandbox_mode, _trace_sink, app, console, error_console, load_log, LOAD_LOG, reports_user_errors)
 from .profile import MemcheckOption, ProfileRunOption, memcheck_ready, profile_ready, profile_the_run
@@ -45,6 +45,7 @@ def eval_command(
     launch_gate: Annotated[bool, typer.Option("--launch-gate/--no-launch-gate", help="Hold the stream until each call is fully enqueued, so host work between its kernels is not timed (CUDA).")] = True,
     sandbox: SandboxOption = "auto",
     energy: EnergyOption = False,
+    energy_window: EnergyWindowOption = 1.0,
     memcheck: MemcheckOption = False,
 ) -> None:
     """Evaluate a solution on every workload of its problem: correctness, then timing; one trace each."""
@@ -72,7 +73,8 @@ def eval_command(
     options = _evaluation_options(device, trials, timeout, compile_timeout, seed, hardware, reference_latency, timing, policy,
                                   static_analysis=static_analysis, launch_gate=launch_gate, sandbox=_sandbox_mode(sandbox),
                                   hidden=hidden,  # drawn only when the whole problem is evaluated (no --workload)
-                                  input_profile=_input_profile(input_profile), sol_floor=sol_floor, energy=energy)
+                                  input_profile=_input_profile(input_profile), sol_floor=sol_floor, energy=energy,
+                                  energy_window_s=energy_window)
     if memcheck:  # the solution once under compute-sanitizer first, on its smallest workload (solbench.profile.memcheck)
         options = dataclasses.replace(options, memcheck=memcheck_ready(options.device))
     sink, done = _trace_sink(output, resume)
@@ -228,6 +230,7 @@ def run_command(
     synthesize_missing_blobs: SynthesizeOption = False,
     timing: Annotated[bool, typer.Option("--timing/--no-timing", help="Time the workloads that pass (--no-timing: correctness only, no scores).")] = True,
     energy: EnergyOption = False,
+    energy_window: EnergyWindowOption = 1.0,
     memcheck: MemcheckOption = False,
     profile: ProfileRunOption = False,
 ) -> None:
@@ -249,7 +252,7 @@ def run_command(
     problems, refused = _problems_to_run(paths, synthesize_missing_blobs)
     options = _evaluation_options(device, trials, timeout, 600.0, seed, None, False, timing, policy,
                                   static_analysis=True, sandbox=_sandbox_mode(sandbox), input_profile=_input_profile(input_profile),
-                                  sol_floor=sol_floor, energy=energy)
+                                  sol_floor=sol_floor, energy=energy, energy_window_s=energy_window)
     options, device_name, workloads = _device_defaults(options, workloads)
     if memcheck:  # each submitted solution once under compute-sanitizer first (solbench.profile.memcheck)
         options = dataclasses.replace(options, memcheck=memcheck_ready(options.device))

@@ -16,15 +16,22 @@ CHECK_SPAN = 10  # the calls among which the checked ones are drawn; the window 
 CHECKED_CALLS = 2  # calls of the window (besides the last) whose outputs are compared with the reference's
 
 
-def windows_of(answer: Any) -> tuple[Window, Window, Window]:
-    return tuple(Window(w.start_mj, w.end_mj, w.seconds, w.steps, tuple(tuple(u) for u in w.updates))  # type: ignore[return-value]
-                 for w in (answer.idle, answer.blank, answer.loop))
+def windows_of(answer: Any) -> list[Window]:
+    """The answer's windows in the order they were measured: idle, blank, calls, and the second blank where there is one."""
+    return [Window(w.start_mj, w.end_mj, w.seconds, w.steps, tuple(tuple(u) for u in w.updates), w.covered_steps)  # type: ignore[misc]
+            for w in (answer.idle, answer.blank, answer.loop, answer.blank_after) if w is not None]
 
 
 def check_answer(answer: Any, before_mj: int, after_mj: int, elapsed_s: float, power_limit_w: float | None) -> str | None:
     """Why the worker's answer cannot be a true measurement (the finding), or None."""
     if answer.calls < 1 or answer.loop.steps != answer.calls:
         return f"the window of calls reports {answer.loop.steps} steps for {answer.calls} calls"
+    if answer.blank_after is None:
+        return "the answer has no second window of the calls' setup (the worker measures it after the calls)"
+    for name in ("blank", "loop", "blank_after"):
+        window = getattr(answer, name)
+        if window is not None and window.covered_steps is not None and not 0 < window.covered_steps <= window.steps:
+            return f"the {name} window claims {window.covered_steps:g} steps' time inside it, of the {window.steps} it ran"
     return forged(before_mj, after_mj, elapsed_s, windows_of(answer), power_limit_w)
 
 
@@ -47,8 +54,7 @@ def sol_energy(problem: Any, workload: Any, spec: Any, policy: str, captures: An
 
 def record(answer: Any, sol_j: float | None, sol_note: str | None) -> tuple[Energy, list[str]]:
     """The trace's Energy of a checked answer, and the log lines it calls for."""
-    idle, blank, loop = windows_of(answer)
-    reading = per_call(idle, blank, loop)
+    reading = per_call(*windows_of(answer))
     energy = Energy(joules=reading.joules, sol_j=sol_j, mean_power_w=reading.mean_power_w, idle_power_w=reading.idle_power_w,
                     window_s=reading.window_s, calls=reading.calls, overhead_j=reading.overhead_j, resolution_j=reading.resolution_j,
                     method=METHOD)

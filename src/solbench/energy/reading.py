@@ -1,13 +1,16 @@
 """Joules per call from a worker's windows, and the trusted side's cross-check of them.
 
-Per call: the loop window's joules per step less the blank window's (the same steps without the
-call: fresh inputs generated, outputs allocated, the L2 flushed, the device synchronised). What is
-left is the call's own energy: its dynamic energy, the write-back of its outputs (the next step's
-flush pays it), and the static power over the call's wall time (host launch time included, as a user
-would pay it). Its resolution: half a step's energy in each window, spread over its steps, plus the
-standard error of joules per step within each window (from the updates inside it; Window.per_step_spread_j).
-A drift of the GPU's power between the two windows is not in it: benchmarks/energy_bound.py's repeats
-measure the spread of the whole measurement.
+Per call: the loop window's joules per step less the blank windows' (the same steps without the
+call: fresh inputs generated, outputs allocated, the L2 flushed, the device synchronised), measured
+before and after it and averaged, so that a drift of the GPU's power that is steady across the three
+windows cancels. What is left is the call's own energy: its dynamic energy, the write-back of its
+outputs (the next step's flush pays it), and the static power over the call's wall time (host launch
+time included, as a user would pay it). Its resolution adds: each window's boundary error (the update
+times' error, at the window's power, over its steps; half a step where a window does not say how much
+of its cut steps it covers), the standard error of joules per step within each window (from the
+updates inside it; Window.per_step_spread_j), and half the difference of the two blank windows (the
+drift that did not cancel). benchmarks/energy_bound.py's repeats measure the spread of the whole
+measurement.
 
 Cross-check: the worker runs the solution, so its readings are checked against the orchestrator's
 own readings of the same counter just before the request and just after the answer (the counter
@@ -25,7 +28,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
-from solbench.energy.window import Window
+from solbench.energy.window import POLL_S, Window
 
 POWER_SLACK = 1.25  # the power limit is enforced on average: short excursions above it are allowed for
 UPDATE_PERIOD_S = 0.1  # the counter's update period (H200: ~0.1 s); a reading may be this old
@@ -43,11 +46,23 @@ class PerCall:
     calls: int
 
 
-def per_call(idle: Window, blank: Window, loop: Window) -> PerCall:
-    call_step, blank_step = loop.per_step_j, blank.per_step_j
-    boundary = 0.5 * (call_step / loop.effective_steps + blank_step / blank.effective_steps)
-    resolution = boundary + math.hypot(loop.per_step_spread_j, blank.per_step_spread_j)
-    return PerCall(call_step - blank_step, blank_step, resolution, loop.mean_power_w, idle.mean_power_w, loop.seconds, loop.steps)
+def per_call(idle: Window, blank: Window, loop: Window, blank_after: Window | None = None) -> PerCall:
+    blanks = [blank] + ([blank_after] if blank_after is not None else [])
+    call_step = loop.per_step_j
+    blank_step = sum(window.per_step_j for window in blanks) / len(blanks)
+    boundary = _boundary_j(loop) + sum(_boundary_j(window) for window in blanks) / len(blanks)
+    drift = 0.5 * abs(blank.per_step_j - blank_after.per_step_j) if blank_after is not None else 0.0
+    spread = math.hypot(loop.per_step_spread_j, *(window.per_step_spread_j / len(blanks) for window in blanks))
+    return PerCall(call_step - blank_step, blank_step, boundary + spread + drift, loop.mean_power_w, idle.mean_power_w, loop.seconds, loop.steps)
+
+
+def _boundary_j(window: Window) -> float:
+    """How far a window's joules per step may be off from where its ends fall: two poll intervals of its
+    power where it knows the share of its cut steps inside it (generous: the error is about half a poll
+    at each end), half a step where it does not."""
+    if window.covered_steps is not None:
+        return 2 * POLL_S * window.mean_power_w / window.effective_steps
+    return 0.5 * window.per_step_j / window.effective_steps
 
 
 def forged(before_mj: int, after_mj: int, elapsed_s: float, windows: Iterable[Window], power_limit_w: float | None) -> str | None:
@@ -61,7 +76,7 @@ def forged(before_mj: int, after_mj: int, elapsed_s: float, windows: Iterable[Wi
                     "(the orchestrator's reading before the request, then each window's end)")
         if not window.seconds > 0:
             return f"window {index + 1}: {window.seconds!r} s is not a duration"
-        if window.updates and (window.updates[-1] != (window.end_mj, window.steps)
+        if window.updates and (window.updates[-1][0] != window.end_mj or window.updates[-1][1] > window.steps
                                or any(not (a[0] <= b[0] and a[1] <= b[1]) for a, b in zip(((window.start_mj, 0), *window.updates), window.updates))):
             return f"window {index + 1}: its updates do not run in order from {window.start_mj} mJ to {window.end_mj} mJ and {window.steps} steps"
         previous = window.end_mj
