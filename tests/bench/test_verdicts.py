@@ -84,3 +84,25 @@ def test_timed_calls_handed_back_must_be_those_asked_for():
     assert verdicts.timed_calls_handed_back(answer, [1]) == [1, 4]
     with pytest.raises(Outcome, match=r"REWARD_HACK \[timed-output\]"):
         verdicts.timed_calls_handed_back(answer, [2])
+
+
+def test_a_timed_call_that_misses_by_a_hair_is_incorrect_and_one_that_did_other_work_is_a_hack():
+    from solbench.bench.correctness import compare_outputs
+    from solbench.data.definition import TensorSpec
+    from solbench.data.workload import Tolerance
+
+    declared = {"y": TensorSpec(shape=["N"], dtype="float32")}
+    tolerance = Tolerance(max_atol=1e-3, max_rtol=1e-3, required_matched_ratio=0.99)
+    reference = torch.linspace(1.0, 2.0, 128)
+    rounded = reference.clone()
+    rounded[[3, 70]] += 5e-3  # 2 of 128 elements a few times the tolerance off: a matched ratio of 0.984
+    garbage = reference.clone()
+    garbage[:2] = 1e6  # the ratio alone would fail too, but these are gross errors
+    cases = {"rounded": rounded, "garbage": garbage, "zeros": torch.zeros(128), "nan": torch.full((128,), float("nan"))}
+    outcomes = {name: verdicts.timed_output_failure(compare_outputs({"y": value}, {"y": reference}, declared, tolerance), "the last timed call")
+                for name, value in cases.items()}
+    assert outcomes["rounded"].status == Status.INCORRECT_NUMERICAL
+    assert outcomes["rounded"].message.startswith("INCORRECT_NUMERICAL [timed-output-near-miss]: the output of the last timed call")
+    assert "2 of 128 elements" in outcomes["rounded"].message
+    for name in ("garbage", "zeros", "nan"):
+        assert outcomes[name].status == Status.REWARD_HACK and outcomes[name].message.startswith("REWARD_HACK [timed-output]"), name

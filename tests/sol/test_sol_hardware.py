@@ -90,6 +90,26 @@ def test_missing_units_fall_back_along_the_chain() -> None:
     assert a100.rate("tensor_fp4")[0] == pytest.approx(312e12)  # fp4 -> fp8 -> fp16
 
 
+def test_a_missing_unit_takes_the_fastest_substitute_so_the_bound_stays_a_lower_bound(tmp_path) -> None:
+    """A CPU-like spec without fp8 whose fp16 matrix rate is a hundredth of its bf16 one (torch's CPU fp16
+    matmul, calibrated on a 2-core EPYC): fp8 work is priced at the bf16 rate, not fp16's. Seen on the
+    synthetic fp8 block-scaled GEMM: priced at fp16, its eager reference ran at 0.46 x T_SOL."""
+    import yaml
+
+    from solbench.sol.hardware import load_hardware_file
+
+    data = yaml.safe_load(yaml.safe_dump(get_hardware("H200").model_dump(exclude_none=True)))
+    data.update(name="slow-fp16", peak_tflops={"tensor_bf16": 3.0, "tensor_fp16": 0.007, "vector_fp32": 0.7, "vector_fp16": 0.7})
+    data.pop("energy", None)
+    path = tmp_path / "slow-fp16.yaml"
+    path.write_text(yaml.safe_dump(data))
+    spec = load_hardware_file(path)
+    for unit in ("tensor_fp8", "tensor_fp4"):
+        rate, how = spec.rate(unit)
+        assert rate == pytest.approx(3.0e12) and how == f"tensor_bf16 (no {unit} on slow-fp16)"
+    assert spec.rate("tensor_fp16")[0] == pytest.approx(0.007e12)  # a unit the chip has keeps its own rate
+
+
 def test_hw_list(runner: CliRunner) -> None:
     result = runner.invoke(app, ["hw", "list"], env={"COLUMNS": "250"})
     assert result.exit_code == 0, result.output

@@ -130,6 +130,9 @@ class Comparison:
     matched_ratio: float
     first_mismatch_index: list[int] | None
     gross_errors: int = 0  # elements beyond GROSS_FACTOR x the tolerance, or not finite where the reference is (the most of any trial)
+    # failed on the matched ratio alone, with no gross error in any output: numbers a little outside the tolerance
+    # (rounding, accumulation order), not zeros, garbage, a capped error or a wrong structure
+    near_miss: bool = False
 
     @property
     def passed(self) -> bool:
@@ -337,6 +340,7 @@ class _Result:
     ratio: float
     first_index: list[int] | None
     gross: int = 0
+    near_miss: bool = False  # the failure is the matched ratio's, with no gross error
 
 
 def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance) -> _Result:
@@ -399,6 +403,7 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance)
     ratio = 1.0 if total == 0 else (total - mismatched) / total
     first_index = None if first is None else _unravel(first[0], out.shape)
     failure = None
+    near_miss = False
     where = "" if not out.shape else f"first at {first_index}: " if first else ""
     if not out_nonzero and ref_nonzero:
         failure = f"output '{name}' is all zeros, the reference is not"
@@ -409,6 +414,7 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance)
                    f" (got {_num(got)}, expected {_num(expected)})")
     elif ratio < tolerance.required_matched_ratio:
         assert first is not None
+        near_miss = first_gross is None
         bound = f"atol {atol:g} + rtol {rtol:g}*|ref|"
         if out.shape:
             failure = (f"output '{name}': {mismatched} of {total} elements ({_percent(mismatched, total)}%) outside {bound};"
@@ -426,7 +432,7 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance)
         failure = (f"output '{name}': {gross} of {total} elements ({_percent(gross, total)}%) are gross errors (beyond {_gross_bound(tolerance)}, "
                    f"or not finite where the reference is), whatever the matched ratio; "
                    f"{at}got {_num(got)}, expected {_num(expected)}")
-    return _Result(failure, max_abs, max_rel, ratio, first_index, gross)
+    return _Result(failure, max_abs, max_rel, ratio, first_index, gross, near_miss)
 
 
 # --- entry points -----------------------------------------------------------------------------------
@@ -464,6 +470,7 @@ def _compare(
     ratio = 1.0
     first_index = None
     gross = 0
+    near_miss = False
     for name in declared:
         result = _compare_values(name, outputs[name], references[name], tolerance)
         gross += result.gross
@@ -473,11 +480,12 @@ def _compare(
             if result.failure is not None:
                 failed = (name, result.failure)
                 first_index = result.first_index
+                near_miss = result.near_miss
             elif first_index is None:
                 first_index = result.first_index
     if failed is None:
         return Comparison(Status.PASSED, None, "", max_abs, max_rel, ratio, first_index, gross)
-    return Comparison(Status.INCORRECT_NUMERICAL, failed[0], failed[1], max_abs, max_rel, ratio, first_index, gross)
+    return Comparison(Status.INCORRECT_NUMERICAL, failed[0], failed[1], max_abs, max_rel, ratio, first_index, gross, near_miss and gross == 0)
 
 
 def merge(comparisons: list[Comparison]) -> Comparison:
@@ -501,4 +509,5 @@ def merge(comparisons: list[Comparison]) -> Comparison:
         matched_ratio=min(c.matched_ratio for c in comparisons),
         first_mismatch_index=index,
         gross_errors=max(c.gross_errors for c in comparisons),
+        near_miss=winner is not None and winner.near_miss and all(c.gross_errors == 0 for c in comparisons),
     )

@@ -450,8 +450,7 @@ class EvaluationRun:
             if comparison.status == Status.INCORRECT_NUMERICAL:
                 comparison = self._against_the_references_reruns(answers[index], references, comparison, workload, seed, index, which, deadline, log)
             if comparison.status != Status.PASSED:
-                raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [timed-output]: the output of {which} is wrong although the correctness "
-                                                  f"trials passed: {comparison.message}")
+                raise verdicts.timed_output_failure(comparison, which)
             self._sweep_blobs()
         return len(wanted)
 

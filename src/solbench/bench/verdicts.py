@@ -127,6 +127,22 @@ def _sol_parts(performance: Performance) -> str:
     return f" (its latency floor; the roofline is {roofline:.6g} ms)"
 
 
+def timed_output_failure(comparison: Any, which: str) -> Outcome:
+    """What a timed call whose outputs miss the reference's (for the same inputs) gets, the correctness
+    trials having passed. A near-miss (numbers outside the tolerance on the matched ratio alone, no gross
+    error: solbench.bench.correctness.Comparison.near_miss) is INCORRECT_NUMERICAL on that call's inputs,
+    as a correctness trial that drew them would be: an honest kernel's rounding misses by a hair on some
+    fresh draws (seen on a 2-core CPU: torch.compile's bf16 QK-norm backward, 2 of 128 elements of a
+    weight gradient). It still fails, so a solution that trades precision for speed once timed gains
+    nothing. Anything else (zeros, garbage, NaN, another shape, a capped error) means the call did other
+    work when timed: REWARD_HACK."""
+    if comparison.status == Status.INCORRECT_NUMERICAL and comparison.near_miss:
+        return Outcome(Status.INCORRECT_NUMERICAL, f"INCORRECT_NUMERICAL [timed-output-near-miss]: the output of {which} (inputs drawn fresh "
+                                                   f"for it) is outside the tolerance, with no gross error: {comparison.message}")
+    return Outcome(Status.REWARD_HACK, f"REWARD_HACK [timed-output]: the output of {which} is wrong although the correctness "
+                                       f"trials passed: {comparison.message}")
+
+
 def held_out_near_miss(status: Status, correctness: Correctness | None, log: list[str]) -> Status:
     """A held-out workload (hidden or unaligned) judged fairly: outputs that miss the matched ratio with
     no gross error are near-misses (an honest library kernel picks another reduction at odd sizes, e.g.

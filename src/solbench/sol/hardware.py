@@ -21,16 +21,18 @@ ON_CHIP_WRITE_FACTOR = 2.5  # outputs written into the L2, against the DRAM band
 MAX_FLOOR_S = 1e-3  # a latency floor is microseconds: a larger value is a unit mistake (floors are in seconds)
 USER_HARDWARE_DIR = Path(os.environ.get("SOLBENCH_HARDWARE_DIR", Path.home() / ".cache" / "solbench" / "hardware"))
 
-# Where a unit is missing on a chip, the next way to do the same work (fp8 without fp8 units runs as fp16).
-_FALLBACK = {
-    "tensor_fp4": "tensor_fp8",
-    "tensor_fp8": "tensor_fp16",
-    "tensor_int8": "vector_int32",
-    "tensor_fp64": "vector_fp64",
-    "tensor_tf32": "vector_fp32",
-    "tensor_fp16": "vector_fp16",
-    "tensor_bf16": "tensor_fp16",
-    "vector_fp16": "vector_fp32",
+# Where a unit is missing on a chip, the other ways to do the same work exactly (fp8 without fp8 units runs as
+# fp16 or bf16): the fastest of them that the chip has (or can substitute in turn) prices it, so that T_SOL stays
+# a lower bound (a CPU's fp16 matrix rate can be a hundredth of its bf16 one).
+_SUBSTITUTES = {
+    "tensor_fp4": ("tensor_fp8", "tensor_fp16", "tensor_bf16"),
+    "tensor_fp8": ("tensor_fp16", "tensor_bf16"),
+    "tensor_int8": ("vector_int32",),
+    "tensor_fp64": ("vector_fp64",),
+    "tensor_tf32": ("vector_fp32",),
+    "tensor_fp16": ("vector_fp16",),
+    "tensor_bf16": ("tensor_fp16",),
+    "vector_fp16": ("vector_fp32",),
 }
 
 
@@ -124,13 +126,19 @@ class HardwareSpec(BaseModel):
             return options[method], f"strict: fp32 contraction by {method}"
         if unit == "vector_fp32" and policy == "relaxed" and "vector_fp16" in self.peak_tflops:
             return self.peak("vector_fp16"), "relaxed: fp32 vector math at the 16-bit rate"
-        seen = unit
-        while seen not in self.peak_tflops:
-            if seen not in _FALLBACK:
-                raise SpecError(f"hardware {self.name} has no rate for {unit} and no fallback", field="peak_tflops")
-            seen = _FALLBACK[seen]
+        seen = self._substitute(unit)
+        if seen is None:
+            raise SpecError(f"hardware {self.name} has no rate for {unit} and no fallback", field="peak_tflops")
         how = seen if seen == unit else f"{seen} (no {unit} on {self.name})"
         return self.peak(seen), how
+
+    def _substitute(self, unit: str, visiting: frozenset[str] = frozenset()) -> str | None:
+        """The unit itself where the chip has it, else the fastest of its substitutes (_SUBSTITUTES), in turn."""
+        if unit in self.peak_tflops:
+            return unit
+        found = [seen for seen in (self._substitute(other, visiting | {unit}) for other in _SUBSTITUTES.get(unit, ()) if other not in visiting)
+                 if seen is not None]
+        return max(found, key=self.peak, default=None)
 
     def peak(self, unit: str) -> float:
         return self.peak_tflops[unit] * 1e12
