@@ -35,3 +35,24 @@ def test_an_unreadable_cached_spec_says_why(tmp_path: Path):
     path.write_text("name: [unclosed")
     broken, why = cached_cpu_spec(tmp_path)
     assert broken is None and "unreadable" in why and "delete it" in why
+
+
+def test_a_cached_spec_of_an_older_method_is_measured_again_and_kept_beside(tmp_path: Path):
+    import yaml
+
+    from solbench.sol.cpu_spec import CALIBRATION_METHOD
+
+    spec, _ = cached_cpu_spec(tmp_path)
+    assert spec.calibration["method"] == CALIBRATION_METHOD
+    path = next(tmp_path.glob("cpu-*.yaml"))
+    old = yaml.safe_load(path.read_text())
+    del old["calibration"]["method"]  # as specs saved before the method was recorded
+    old["peak_tflops"]["tensor_fp16"] = 1e-6
+    path.write_text(yaml.safe_dump(old, sort_keys=False))
+    kept, note = cached_cpu_spec(tmp_path, calibrate=False)  # not allowed to measure: the old one serves
+    assert kept.peak_tflops["tensor_fp16"] == 1e-6
+    fresh, note = cached_cpu_spec(tmp_path)
+    assert "calibrated now" in note and "was measured by an older method: 1, now 2" in note
+    assert fresh.calibration["method"] == CALIBRATION_METHOD and fresh.peak_tflops["tensor_fp16"] > 1e-6
+    backup = path.with_name(path.name + ".bak")
+    assert yaml.safe_load(backup.read_text())["peak_tflops"]["tensor_fp16"] == 1e-6  # nothing lost

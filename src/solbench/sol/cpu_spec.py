@@ -25,6 +25,10 @@ CALIBRATION_ROUNDS = 2  # the best of two measurements: a busy machine measures 
 # measured under load): the spec's rates are the measured ones times these factors.
 COMPUTE_HEADROOM = 4.0
 BANDWIDTH_HEADROOM = 2.0
+# What the measurement does, saved in the spec: a cached spec of an older method is measured again (kept beside as .bak).
+# 2: each matmul in both layouts (a @ b, a @ b.T), the faster (fp16 a @ b on a 2-core EPYC: 0.001-0.003 TFLOP/s,
+# a @ b.T 0.04-0.05: the old spec priced fp16 GEMMs at a fifth of what the references ran at).
+CALIBRATION_METHOD = 2
 
 
 def cpu_model() -> str:
@@ -53,18 +57,28 @@ def cached_cpu_spec(folder: Path | None = None, *, calibrate: bool = True) -> tu
     """The local CPU's spec and a line saying where it came from; calibrated and saved on first use
     (None when not cached and `calibrate` is off, or when the measurement fails: the line says why)."""
     path = cpu_spec_path(folder)
+    again = ""
     if path.is_file():
         try:
-            return load_hardware_file(path), f"CPU spec {path.stem} from {path}"
+            cached = load_hardware_file(path)
         except SpecError as exc:
             return None, f"T_SOL blank: the cached CPU spec is unreadable ({exc.issues[0]}); delete it to calibrate again"
+        method = (cached.calibration or {}).get("method")
+        if method == CALIBRATION_METHOD or not calibrate:
+            return cached, f"CPU spec {path.stem} from {path}"
+        backup = path.with_name(path.name + ".bak")
+        try:
+            path.replace(backup)
+        except FileNotFoundError:  # another run moved it first and is measuring: calibrate_cpu keeps the first spec saved
+            pass
+        again = f" (the cached one, kept as {backup}, was measured by an older method: {method or 1}, now {CALIBRATION_METHOD})"
     if not calibrate:
         return None, f"T_SOL blank: no calibrated spec for this CPU ({path} is absent)"
     try:
         spec = calibrate_cpu(path)
     except Exception as exc:  # noqa: BLE001 - a run without T_SOL still measures; the line says why
         return None, f"T_SOL blank: calibrating this CPU failed: {type(exc).__name__}: {exc}"
-    return spec, f"CPU spec {spec.name} calibrated now and saved to {path}"
+    return spec, f"CPU spec {spec.name} calibrated now and saved to {path}{again}"
 
 
 def calibrate_cpu(path: Path) -> HardwareSpec:
@@ -78,6 +92,7 @@ def calibrate_cpu(path: Path) -> HardwareSpec:
     spec = calibrated_spec(None, "cpu", widened)
     spec = spec.model_copy(update={"name": path.stem})
     spec.calibration = {**(spec.calibration or {}), "measured": {k: round(v, 6) for k, v in measured.items()}, "model": cpu_model(),
+                        "method": CALIBRATION_METHOD,
                         "size_scale": CALIBRATION_SCALE, "headroom": {"compute": COMPUTE_HEADROOM, "bandwidth": BANDWIDTH_HEADROOM},
                         "note": "calibrated by solbench on first use on this CPU (best of two quick measurements); the spec's rates are the "
                                 "measured ones times the headroom, so that T_SOL stays a lower bound; delete the file to measure again"}
