@@ -111,7 +111,8 @@ class TimeRequest(CallsRequest):
 
 class EnergyRequest(CallsRequest):
     """Energy per call (solbench.energy): idle power, then a window of the timed calls' setup alone (fresh
-    inputs, outputs, L2 flush), then a window of the same calls (`check`: calls whose outputs come back)."""
+    inputs, outputs, L2 flush), then a window of the same calls (`check`: calls whose outputs come back),
+    then the setup alone again."""
 
     window_s: float = Field(default=1.0, gt=0, le=60)
     idle_s: float = Field(default=0.3, gt=0, le=60)
