@@ -26,3 +26,8 @@ def self_check() -> ModuleType:
 @pytest.fixture(scope="module")
 def pool_scaling() -> ModuleType:
     return load_script("pool_scaling")
+
+
+@pytest.fixture(scope="module")
+def run_at_scale() -> ModuleType:
+    return load_script("run_at_scale")
