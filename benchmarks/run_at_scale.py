@@ -78,6 +78,8 @@ def second_run_speedup(first: dict, again: dict) -> dict:
     both = min(first["problems_scored"] or 0, again["problems_scored"] or 0)
     if not (first["cut_at_limit"] or again["cut_at_limit"]):
         return {"problems": both, "first_s": first["wall_s"], "again_s": again["wall_s"], "ratio": round(first["wall_s"] / again["wall_s"], 2)}
+    if both == 0:  # nothing in common to compare
+        return {"problems": 0, "first_s": None, "again_s": None, "ratio": None}
     first_s, again_s = seconds_to(first["timeline"], both), seconds_to(again["timeline"], both)
     ratio = round(first_s / again_s, 2) if first_s and again_s else None
     return {"problems": both, "first_s": first_s, "again_s": again_s, "ratio": ratio}

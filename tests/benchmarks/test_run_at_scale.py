@@ -26,4 +26,6 @@ def test_a_run_that_finished_nothing_has_no_ratio(run_at_scale: ModuleType) -> N
     first, again = _run(480.0, True, []), _run(100.0, False, [(10.0, 1)])
     speedup = run_at_scale.second_run_speedup(first, again)
     assert speedup["problems"] == 0 and speedup["ratio"] is None
+    sampled_before_any = _run(480.0, True, [(30.0, 0), (480.0, 0)])  # progress seen, nothing finished: not a time to 0 problems
+    assert run_at_scale.second_run_speedup(sampled_before_any, again) == {"problems": 0, "first_s": None, "again_s": None, "ratio": None}
     assert run_at_scale.seconds_to([(10.0, 1), (30.0, 3)], 2) == 30.0 and run_at_scale.seconds_to([(10.0, 1)], 2) is None
