@@ -247,6 +247,57 @@ def test_all_zero_check_spans_chunks():
     assert compare(out, ref, max_atol=2.0).status == Status.PASSED
 
 
+# --- identical chunks (compared bytewise, not decoded) ---------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.float8_e4m3fn, torch.int32, torch.bool])
+def test_identical_chunks_of_every_dtype_pass_with_zero_errors(dtype):
+    import solbench.bench.correctness as correctness
+
+    ref = (torch.randn(2 * correctness.CHUNK + 7) * 4).to(dtype)
+    c = compare(ref.clone(), ref, dtype=str(dtype).removeprefix("torch."))
+    assert (c.status, c.max_absolute_error, c.max_relative_error, c.matched_ratio, c.first_mismatch_index) == (Status.PASSED, 0.0, 0.0, 1.0, None)
+
+
+def test_identical_chunks_beside_a_differing_one_keep_the_metrics_index_and_ratio():
+    import solbench.bench.correctness as correctness
+
+    n = 3 * correctness.CHUNK
+    ref = torch.randn(n)
+    out = ref.clone()
+    out[correctness.CHUNK + 10] += 0.01  # only the second chunk differs, by 10x the tolerance (a near-miss, not gross)
+    c = compare(out, ref, max_atol=1e-3, max_rtol=0.0, required_matched_ratio=0.99)
+    assert c.status == Status.PASSED and c.first_mismatch_index == [correctness.CHUNK + 10]
+    assert c.matched_ratio == (n - 1) / n and c.max_absolute_error == pytest.approx(0.01, rel=1e-4)
+
+
+def test_identical_non_finite_values_go_by_the_element_rules():
+    """A chunk holding an inf or a NaN is compared element by element even where the bytes are equal: an
+    identical -inf fails unless allowed, a NaN output never matches (a NaN reference is invalid first)."""
+    import solbench.bench.correctness as correctness
+
+    ref = torch.ones(correctness.CHUNK + 3)
+    ref[-1] = -INF
+    assert compare(ref.clone(), ref, max_atol=1.0).status == Status.INCORRECT_NUMERICAL
+    assert compare(ref.clone(), ref, max_atol=1.0, allow_negative_inf=True).status == Status.PASSED
+    ref[-1] = NAN
+    assert compare(ref.clone(), ref, max_atol=1.0).status == Status.INVALID_REFERENCE
+
+
+def test_identical_zero_chunks_do_not_hide_an_all_zero_output():
+    import solbench.bench.correctness as correctness
+
+    ref = torch.zeros(2 * correctness.CHUNK)
+    ref[-1] = 3.0  # the reference's only nonzero value is in the second chunk, where the output has a zero
+    c = compare(torch.zeros_like(ref), ref, max_atol=10.0)
+    assert c.message == "output 'y' is all zeros, the reference is not"
+    minus_zero_codes = torch.full((4, 8), 0x88, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)  # -0 in both nibbles
+    assert compare(minus_zero_codes.clone(), minus_zero_codes, dtype="float4_e2m1fn_x2", shape=("M", "N")).status == Status.PASSED
+    one_codes = torch.full((4, 8), 0x22, dtype=torch.uint8).view(torch.float4_e2m1fn_x2)  # 1.0 in both nibbles
+    c = compare(minus_zero_codes.clone(), one_codes, dtype="float4_e2m1fn_x2", shape=("M", "N"), max_atol=5.0)
+    assert c.message == "output 'y' is all zeros, the reference is not"
+
+
 # --- structure ----------------------------------------------------------------------------------
 
 

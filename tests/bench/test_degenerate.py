@@ -28,3 +28,16 @@ def test_an_output_that_only_one_input_changes_is_not_constant():
     problem = inline_problem("first_only", "import torch\n\ndef run(a, b):\n    return a.sum(dim=0, keepdim=True) + 0 * b.sum()\n",
                              {"a": ([4, 4], "float32"), "b": ([4, 4], "float32")}, {"s": ([1, 4], "float32")})
     assert find_constant_outputs(problem).constant_outputs == []
+
+
+def test_the_draws_stop_once_every_output_has_changed():
+    """Perturbing `a` changes both outputs: `b` and `c` are never drawn afresh (the check costs two runs of
+    the reference, not one per input); where an output stays constant, every input is tried."""
+    problem = inline_problem("all_on_a", "import torch\n\ndef run(a, b, c):\n    return a + b, a * c\n",
+                             {"a": ([4], "float32"), "b": ([4], "float32"), "c": ([4], "float32")}, {"s": ([4], "float32"), "p": ([4], "float32")})
+    report = find_constant_outputs(problem)
+    assert report.perturbed_inputs == ["a"] and not report.degenerate
+    problem = inline_problem("late", "import torch\n\ndef run(a, b, c):\n    return a + b, torch.zeros_like(c)\n",
+                             {"a": ([4], "float32"), "b": ([4], "float32"), "c": ([4], "float32")}, {"s": ([4], "float32"), "z": ([4], "float32")})
+    report = find_constant_outputs(problem)
+    assert report.perturbed_inputs == ["a", "b", "c"] and report.constant_outputs == ["z"]

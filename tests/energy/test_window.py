@@ -10,7 +10,7 @@ import pytest
 
 from solbench.energy.window import CounterPoller, CounterStuck, Window, _covered, idle_window, loop_window, measure
 
-from energy_testkit import SteppedCounter
+from energy_testkit import SEEN_WITHIN_S, SteppedCounter
 
 PERIOD_S = 0.02
 
@@ -25,7 +25,7 @@ def test_an_idle_window_gives_the_power_between_two_updates():
     counter = SteppedCounter(85.0, period_s=PERIOD_S, clock=time.monotonic)
     window = idle_window(counter, 0.1)
     assert window.steps == 0 and window.mean_power_w == pytest.approx(85.0, rel=0.03)
-    assert 0.1 <= window.seconds < 0.1 + 2 * PERIOD_S and len(window.updates) >= 4
+    assert 0.1 <= window.seconds < 0.1 + 2 * PERIOD_S + SEEN_WITHIN_S and len(window.updates) >= 4
 
 
 @pytest.mark.parametrize("step_s", [0.0003, 0.004, 0.03])
@@ -38,7 +38,9 @@ def test_joules_per_step_of_a_loop_window(step_s: float):
     # the steps' share of the window is known from their ends: joules per step are the power over a step's time
     assert window.per_step_j == pytest.approx(450.0 * per_step, rel=0.03)
     # the steps run after the end update (until the poller has seen it) are not covered: a few poll intervals' worth
-    assert window.steps - 1 - 0.005 / step_s <= window.covered_steps <= window.steps
+    # ... how many depends on how soon the poller thread sees the end update: the GIL's 5 ms switch interval, and on a
+    # loaded machine the scheduler too (12 ms seen on 2 cores running the suite)
+    assert window.steps - 1 - SEEN_WITHIN_S / step_s <= window.covered_steps <= window.steps
 
 
 def test_covered_steps_take_the_share_of_cut_steps_inside_the_window():
@@ -115,14 +117,17 @@ def test_a_window_keeps_its_updates_and_the_spread_of_joules_per_step():
     window = loop_window(counter, sleeping(0.0005), 0.2)
     assert 9 <= len(window.updates) <= 12 and window.updates[-1][0] == window.end_mj
     steady = window.per_step_spread_j
-    assert 0 <= steady < 0.05 * window.per_step_j  # a steady power: only the jitter of a step at each update
+    # a steady power: only the jitter of the steps counted at each update, which a loaded machine's scheduler
+    # widens (5.4% seen on a 2-core CI runner), far below the drift of a power that swings 8-fold
+    assert 0 <= steady < 0.12 * window.per_step_j
 
-    class Drifting(SteppedCounter):  # the power alternates between 300 W and 600 W from one update period to the next
+    class Drifting(SteppedCounter):  # the power alternates between 100 W and 800 W from one update period to the next
         def read_mj(self) -> int:
             updates = int(self.clock() / self.period_s)
-            return int(round((300.0 * (updates // 2) + 600.0 * (updates - updates // 2)) * self.period_s * 1e3))
+            return int(round((100.0 * (updates // 2) + 800.0 * (updates - updates // 2)) * self.period_s * 1e3))
 
     drifting = Drifting(0.0, period_s=PERIOD_S, clock=time.monotonic)
     noisy = loop_window(drifting, sleeping(0.0005), 0.2)
-    assert noisy.per_step_spread_j > 3 * max(steady, 1e-9) and noisy.per_step_spread_j > 0.05 * noisy.per_step_j
+    # about 0.7 of a step's joules spread over ~10 intervals: a standard error near 0.25 of them
+    assert noisy.per_step_spread_j > 2 * max(steady, 1e-9) and noisy.per_step_spread_j > 0.15 * noisy.per_step_j
     assert Window(0, 1000, 1.0, 10, ((500, 5), (1000, 10))).per_step_spread_j == 0.0  # fewer than 3 intervals: no estimate

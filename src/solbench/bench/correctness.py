@@ -63,7 +63,8 @@ a mismatch; None when nothing mismatches. When the values are never compared (a 
 2) the metrics are ``inf``, ``inf``, ``0.0`` and the index None.
 
 The values are compared in chunks of ``CHUNK`` elements with vectorised torch ops, so the temporaries
-stay small whatever the size of the tensors.
+stay small whatever the size of the tensors. A chunk whose stored elements are bit for bit the
+reference's and all finite matches with no error and skips the float64 decoding.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ from solbench.data.definition import TensorSpec
 from solbench.data.dtypes import DType
 from solbench.data.trace import Status
 from solbench.data.workload import Tolerance
+from solbench.bench.bits import same_bits
 from solbench.bench.transfer import Unsupported
 
 __all__ = ["CHUNK", "Comparison", "compare_outputs", "decode_fp4", "merge"]
@@ -181,10 +183,39 @@ class _Values:
             return torch.stack((table[codes & 15], table[codes >> 4]), dim=1).reshape(-1)
         return self.flat[start:stop].to(torch.float64)
 
-    def chunks(self) -> Iterator[tuple[int, torch.Tensor]]:
+    def raw(self, start: int, stop: int) -> torch.Tensor:
+        """The stored elements (fp4: the bytes) of logical elements [start, stop), undecoded."""
+        return self.flat[start // 2 : stop // 2] if self.fp4 else self.flat[start:stop]
+
+    def ranges(self) -> Iterator[tuple[int, int]]:
         step = _chunk(self.flat)
         for start in range(0, self.numel, step):
-            yield start, self.slice(start, min(start + step, self.numel))
+            yield start, min(start + step, self.numel)
+
+
+_NATIVE_ABS = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+
+
+def _identical_finite(out: _Values, ref: _Values, start: int, stop: int) -> bool | None:
+    """For elements [start, stop) that are bit for bit the reference's and all finite, whether any is
+    nonzero; None for any other chunk (compared element by element).
+
+    Identical finite values match under every rule with no error, so two cheap passes over the stored
+    elements stand in for the float64 comparison: a reference checked against itself, a baseline computing
+    exactly what the reference does. Measured on a CPU: a 397M-element gradient compared in 1/6 of the time."""
+    o, r = out.raw(start, stop), ref.raw(start, stop)
+    if o.dtype != r.dtype or out.fp4 != ref.fp4 or o.is_complex():
+        return None
+    if not same_bits(o, r):
+        return None
+    if out.fp4:  # every e2m1 code is finite; codes 0 and 8 (+0 and -0) are the zeros
+        return bool((o & 0x77).any())
+    if o.numel() == 0:
+        return False
+    magnitude = float((o if o.dtype in _NATIVE_ABS else o.to(torch.float32)).abs().amax())
+    if not magnitude < math.inf:  # an inf or a NaN: the element-wise rules decide
+        return None
+    return magnitude > 0
 
 
 def _logical_shape(tensor: torch.Tensor) -> tuple[int, ...]:
@@ -356,8 +387,12 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance)
     first_gross: tuple[int, float, float] | None = None  # flat index, got, expected
     out_nonzero = ref_nonzero = False
 
-    for start, o in out.chunks():
-        r = ref.slice(start, start + o.numel())
+    for start, stop in out.ranges():
+        identical_nonzero = _identical_finite(out, ref, start, stop)
+        if identical_nonzero is not None:  # no error anywhere in the chunk
+            out_nonzero, ref_nonzero = out_nonzero or identical_nonzero, ref_nonzero or identical_nonzero
+            continue
+        o, r = out.slice(start, stop), ref.slice(start, stop)
         if not out_nonzero:
             out_nonzero = bool((o != 0).any())
         if not ref_nonzero:

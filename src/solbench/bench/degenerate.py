@@ -1,9 +1,10 @@
 """Degenerate problems: outputs that depend on no tensor input, so that any solution could precompute them.
 
 The reference runs on one draw of the inputs, then once per tensor input with only that input
-drawn afresh (another trial of the same seed). An output that is bit-for-bit the same in every run
-depends on none of them. An input whose fresh draw equals the first (a constant or a file) cannot
-be perturbed and is listed as such.
+drawn afresh (another trial of the same seed), until every output has changed at least once (most
+problems: after the first input, so two runs, not one per input). An output that is bit-for-bit the
+same in every run depends on none of them. An input whose fresh draw equals the first (a constant or
+a file) cannot be perturbed and is listed as such.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from solbench.bench.bits import same_bits
 from solbench.data.inputs import generate_inputs
 from solbench.data.problem import Problem
 from solbench.data.reference import reference_module
@@ -21,8 +23,8 @@ from solbench.data.workload import Workload
 class Degeneracy:
     workload: str
     constant_outputs: list[str] = field(default_factory=list)  # outputs no perturbed input changed
-    perturbed_inputs: list[str] = field(default_factory=list)
-    fixed_inputs: list[str] = field(default_factory=list)  # tensor inputs whose second draw equals the first
+    perturbed_inputs: list[str] = field(default_factory=list)  # drawn afresh, in order, until every output had changed
+    fixed_inputs: list[str] = field(default_factory=list)  # tensor inputs (of those reached) whose second draw equals the first
 
     @property
     def degenerate(self) -> bool:
@@ -56,6 +58,8 @@ def find_constant_outputs(problem: Problem, workload: Workload | None = None, *,
         report.perturbed_inputs.append(name)
         changed = _outputs(problem, function, {**_copies(first), name: second[name].clone()})
         constant = {output for output in constant if _same(base[output], changed[output])}
+        if not constant:  # every output has changed: no further draw can make one constant
+            break
     report.constant_outputs = [name for name in base if name in constant]
     return report
 
@@ -80,11 +84,7 @@ def _same(a: Any, b: Any) -> bool:
     import torch
 
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return False
-        if a.numel() == 0:
-            return True
-        return bool(torch.equal(a.detach().contiguous().reshape(-1).view(torch.uint8), b.detach().contiguous().reshape(-1).view(torch.uint8)))
+        return same_bits(a, b)
     return a == b or (a != a and b != b)
 
 

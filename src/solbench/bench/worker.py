@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
+from solbench.bench.bits import same_bits
 from solbench.bench.builders import build
 from solbench.bench.integrity import Snapshot, precision_state
 from solbench.bench.ipc import export_cuda, probe_tensor
@@ -377,7 +378,7 @@ class Worker:
         """Inputs whose bits changed during the call (allowed only where the reference changes them too)."""
         names = list(self.problem.definition.inputs) if self.problem else []
         return [names[position] if position < len(names) else str(position) for position, (value, original) in enumerate(zip(arguments, pristine))
-                if isinstance(value, self.torch.Tensor) and not _same_bits(value, original)]
+                if isinstance(value, self.torch.Tensor) and not same_bits(value, original)]
 
     def _expected(self, arguments: list[Any], paths: dict[str, str], want_oracle: bool, request: Request) -> ExpectAnswer:
         """The reference's outputs for `arguments` (left unchanged: a retry can reuse them). Running
@@ -581,17 +582,6 @@ def _inspectable_storage(value: Any) -> Any:
     except (RuntimeError, NotImplementedError) as exc:
         raise _WrongOutputs(f"an output is a {type(value).__name__} of layout {value.layout} whose memory cannot be inspected "
                             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); outputs are plain dense tensors") from None
-
-
-def _same_bits(a: Any, b: Any) -> bool:
-    import torch
-
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.numel() == 0:
-        return True
-    raw_a, raw_b = a.contiguous().reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8)
-    return bool(torch.equal(raw_a, raw_b))
 
 
 def _memory_of(results: dict[str, Any]) -> dict[str, tuple[str, int, int]]:

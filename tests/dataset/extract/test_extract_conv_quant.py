@@ -182,10 +182,10 @@ def test_fp8_per_tensor_gemm_equals_dequantised_product(tmp_path):
     definition = problem.definition
     assert definition.description.startswith("hand-written reference:")
     assert (definition.axes["N"].value, definition.axes["K"].value) == (6144, 4096)
-    values = _small(problem)
+    values = _small(problem, 2)  # two tokens: torch's CPU _scaled_mm is a scalar loop (27 s at 16 tokens)
     got = reference_module(definition).run(**values)
     a, b = values["a"].float() * values["a_scale"], values["b"].float() * values["b_scale"]
-    assert got.dtype == torch.bfloat16 and got.shape == (16, 6144)
+    assert got.dtype == torch.bfloat16 and got.shape == (2, 6144)
     torch.testing.assert_close(got.float(), a @ b.T, atol=1e-2, rtol=1e-2)
     rows = _sol(tmp_path / "llama3_8b_fp8_gemm_qkv")
     assert all(r["uncovered_ops"] == [] for r in rows) and set(rows[-1]["flops_by_unit"]) >= {"tensor_fp8"}
