@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import torch
 
-from solbench.bench.builders import BuildError, Built, build, build_key, target_arch
+from solbench.bench.builders import BuildError, Built, _generate_binding, build, build_key, target_arch
 from solbench.data import Solution, load_solution
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "solutions" / "builders"
@@ -247,8 +247,9 @@ def test_cpp_solution_without_pybind11_gets_a_generated_binding_and_is_cached(tm
     bindings = list(built.build_dir.glob("solbench_binding_*.cpp"))
     assert len(bindings) == 1
     binding = bindings[0].read_text()
-    assert "void scaled_add(torch::Tensor a, torch::Tensor b, double alpha, torch::Tensor out);" in binding
-    assert 'm.def("scaled_add", &scaled_add' in binding
+    # the entry's own source is included and compiled with the binding: torch's headers are parsed once
+    assert '#include "scaled_add.cpp"' in binding and 'm.def("scaled_add", &scaled_add' in binding
+    assert not list(built.build_dir.glob("scaled_add.o")) and len(list(built.build_dir.glob("*.o"))) == 1
     libraries = {path: path.stat().st_mtime_ns for path in built.build_dir.glob("*.so")}
     assert len(libraries) == 1
 
@@ -309,6 +310,20 @@ def test_cpp_entry_symbol_not_found_without_pybind11(tmp_path: Path):
     else:
         with pytest.raises(BuildError, match="not found.*CUDA kernel"):
             build(kernel_only, cache_root=tmp_path, device="cuda")
+
+
+def test_a_generated_binding_includes_a_host_source_and_declares_what_it_cannot_include():
+    """No compiler runs here: the binding's text. A C++ source is included (torch's headers parsed once; a
+    definition's default arguments may not be declared a second time), a CUDA source is declared and linked."""
+    definition = "namespace ops {\nvoid scale(torch::Tensor x, double by = 2.0) { x.mul_(by); }\n}\n"
+    host = inline({"main.cpp": "#include <torch/extension.h>\n" + definition}, "main.cpp::scale", languages=["cuda_cpp"])
+    binding, included = _generate_binding(host, {"main.cpp": definition}, {"main.cpp"})
+    assert included == "main.cpp" and '#include "main.cpp"' in binding and "= 2.0" not in binding
+    assert 'm.def("scale", &ops::scale' in binding
+    device = inline({"k.cu": definition}, "k.cu::scale", languages=["cuda_cpp"])
+    binding, included = _generate_binding(device, {"k.cu": definition}, set())
+    assert included is None and '#include "k.cu"' not in binding
+    assert "namespace ops {\nvoid scale(torch::Tensor x, double by = 2.0);\n}" in binding and 'm.def("scale", &ops::scale' in binding
 
 
 @pytest.mark.skipif(torch.version.cuda is not None, reason="this torch has CUDA")
