@@ -576,8 +576,10 @@ def _generate_binding(solution: Solution, stripped: dict[str, str], host_compile
         )
     qualified = "::".join([*found.namespaces, symbol])
     included = found.path if found.path in host_compiled and '"' not in found.path else None
-    if included is not None:  # declared where it is defined (default arguments may not be declared twice)
-        header = f'#include <torch/extension.h>\n#include "{included}"'
+    if included is not None:
+        # first, as if compiled alone (its own macros come before torch's headers); not declared again, since a
+        # definition's default arguments may not be declared twice
+        header = f'#include "{included}"\n#include <torch/extension.h>'
     else:
         declaration = found.text
         if found.extern_c:
