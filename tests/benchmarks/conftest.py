@@ -31,3 +31,8 @@ def pool_scaling() -> ModuleType:
 @pytest.fixture(scope="module")
 def run_at_scale() -> ModuleType:
     return load_script("run_at_scale")
+
+
+@pytest.fixture(scope="module")
+def energy_method_probe() -> ModuleType:
+    return load_script("energy_method_probe")

@@ -34,14 +34,8 @@ class BusyCounter:
         return int(round((BASE_W * update + CALL_W * busy) * 1e3))
 
 
-@pytest.fixture(scope="module")
-def probe() -> ModuleType:
-    from conftest import load_script
-
-    return load_script("energy_method_probe")
-
-
-def test_every_method_gives_the_joules_of_one_call(probe: ModuleType) -> None:
+def test_every_method_gives_the_joules_of_one_call(energy_method_probe: ModuleType) -> None:
+    probe = energy_method_probe
     counter = BusyCounter()
     made: list[int] = []
     stepped = probe.steppers(counter.call, lambda trial: made.append(trial) or [trial], lambda: None, 4, lambda: None)
