@@ -17,7 +17,7 @@ and solbench.energy.reading.per_call, stepped three ways, each --repeats times p
     python3 benchmarks/energy_method_probe.py [--problems rmsnorm_llama3_8b silu_and_mul_llama3_8b] [--repeats 5]
         [--window 1.0] [--batch-s 0.01] [--pool-gib 1.0] [--json OUT.json]
 
-Prints, per problem and method: the call's time (CUDA events, flushed), the median joules per call over
+Prints, per problem and method: the call's time (timed as the evaluator times it: flushed, CUPTI or CUDA events), the median joules per call over
 the repeats, their coefficient of variation, the implied power (J / s of the call), the steps per
 second and the blank step's joules. A method fit for small calls has a CV of a few percent and an
 implied power between the idle power and the power limit.
@@ -44,22 +44,6 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pool-gib", type=float, default=1.0, help="most GiB of inputs held for one batched step")
     parser.add_argument("--json", type=Path, help="write every measurement here")
     return parser.parse_args(argv)
-
-
-def call_seconds(call: Callable[[], Any], flush: Callable[[], None]) -> float:
-    """The call's median time over 20 flushed calls, by CUDA events."""
-    import torch
-
-    times = []
-    for _ in range(20):
-        flush()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        call()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(times)
 
 
 def steppers(function: Callable[..., Any], make_inputs: Callable[[int], list[Any]], flush: Callable[[], None], batch: int,
@@ -126,23 +110,19 @@ def measure_method(counter: Any, blank_step: Callable[[], None], call_step: Call
             "blank_step_j": statistics.median(blank_j)}
 
 
-def input_bytes(arguments: list[Any]) -> int:
-    import torch
-
-    return sum(value.numel() * value.element_size() for value in arguments if isinstance(value, torch.Tensor))
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     import torch
 
-    from solbench.bench.timing import CacheFlusher
+    from solbench.bench.timing import CacheFlusher, make_timer
+    from solbench.bench.timing import measure as time_calls
     from solbench.data.inputs import generate_inputs
     from solbench.data.loaders import load_problems
     from solbench.data.reference import reference_module
     from solbench.dataset import bundled_problems_path
     from solbench.energy.counter import open_counter
     from solbench.energy.window import CounterStuck
+    from solbench.sol.capture import input_bytes
 
     if not torch.cuda.is_available():
         print("error: needs a CUDA GPU", file=sys.stderr)
@@ -156,24 +136,26 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: not a bundled problem: {', '.join(unknown)} (bundled: {', '.join(sorted(problems))})", file=sys.stderr)
         return 2
-    flush = CacheFlusher("cuda")
+    flush, (timer, _) = CacheFlusher("cuda"), make_timer("cuda")
+
+    def median_s(call: Callable[[], Any]) -> float:  # as the evaluator times a call: flushed, its best timer, 20 samples
+        return time_calls(lambda: call, timer, flush, min_iterations=20, max_iterations=20).median_ms / 1e3
+
     rows: list[dict[str, Any]] = []
     print(f"{torch.cuda.get_device_name()}: {args.repeats} repeats, windows of {args.window:g} s, batches of about {args.batch_s:g} s")
     for name in args.problems:
         problem = problems[name]
         workload = min(problem.workloads, key=lambda w: sum(v for v in w.axes.values() if isinstance(v, int)))
-        function = getattr(reference_module(problem.definition), "run")
+        function = reference_module(problem.definition).run
 
         def make_inputs(trial: int, problem: Any = problem, workload: Any = workload) -> list[Any]:
             return list(generate_inputs(problem, workload, seed=7, trial=trial, device="cuda").values())
 
         sample = make_inputs(0)
-        function(*sample)  # warm
-        seconds = call_seconds(lambda: function(*sample), flush)
-        flush_s = call_seconds(lambda: None, flush)
-        set_bytes = max(input_bytes(sample), 1)
+        seconds = median_s(lambda: function(*sample))
+        flush_s = median_s(flush)  # the flush itself (after another)
+        set_bytes = max(input_bytes(problem, workload, problem.axes(workload)), 1)
         batch = max(1, min(int(args.batch_s / max(seconds + flush_s, 1e-7)), int(args.pool_gib * 2**30 / set_bytes), 10_000))
-        del sample
         print(f"{name} {dict(workload.axes)}: call {seconds * 1e6:.1f} us, flush {flush_s * 1e6:.1f} us, "
               f"inputs {set_bytes / 2**20:.2f} MiB, batch {batch}", flush=True)
         for method, (blank_step, call_step) in steppers(function, make_inputs, flush, batch, torch.cuda.synchronize).items():

@@ -90,19 +90,11 @@ def matmul_tiled_loop(a: torch.Tensor, b: torch.Tensor, tile: int = 64) -> torch
 
 
 def matmul_sequential_k(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """One running sum per output over k = 0..K-1, as a SIMT thread accumulates its dot product.
-
-    On one torch thread: thousands of small parallel regions wait for a thread descheduled by the other
-    test process (0.1 s alone, 27 s seen in the suite on 2 cores); the sums are the same either way."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        accumulator = torch.zeros(a.shape[0], b.shape[1])
-        for k in range(a.shape[1]):
-            accumulator.addr_(a[:, k], b[k])
-        return accumulator
-    finally:
-        torch.set_num_threads(threads)
+    """One running sum per output over k = 0..K-1, as a SIMT thread accumulates its dot product."""
+    accumulator = torch.zeros(a.shape[0], b.shape[1])
+    for k in range(a.shape[1]):
+        accumulator.addr_(a[:, k], b[k])
+    return accumulator
 
 
 def softmax_chunked_sum(x: torch.Tensor) -> torch.Tensor:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from solbench.sol.analysis import SolResult, analyze, problem_captures
 from solbench.sol.budget import Done, Limits, Report, Stopped, WorkerPool, first_line, run_here
-from solbench.sol.capture import Captures
+from solbench.sol.capture import Captures, input_bytes
 from solbench.sol.hardware import HardwareSpec, Policy, get_hardware
 from solbench.data.errors import Issue
 from solbench.data.loaders import scan
@@ -254,7 +253,7 @@ def _input_bytes(problem: Problem, workload: Workload) -> int:
         axes = problem.axes(workload)
     except Exception:  # noqa: BLE001 - its analysis will say what is wrong
         return 0
-    return sum(spec.dtype.storage_bytes(math.prod(spec.resolve_shape(axes))) for spec in problem.definition.inputs.values() if spec.shape is not None)
+    return input_bytes(problem, workload, axes)
 
 
 def _chosen(problem: Problem, workloads: list[str] | None) -> list[Workload]:

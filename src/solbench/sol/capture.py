@@ -128,7 +128,7 @@ def capture_concrete(problem: Problem, workload: Workload, decompose: Any = None
         raise
     except Exception as exc:  # noqa: BLE001 - the last resort below says why
         reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
-    size = _input_bytes(problem, workload, axes)
+    size = input_bytes(problem, workload, axes)
     if size > REAL_CAPTURE_BYTES:
         raise CaptureError(f"the reference cannot run on fake tensors ({reason}) and its inputs ({size / 2**20:.0f} MiB) are too large "
                            f"to run it on real ones (at most {REAL_CAPTURE_BYTES >> 20} MiB)")
@@ -205,5 +205,6 @@ def _arguments(problem: Problem, workload: Workload, axes: dict[str, int], mode:
     return arguments
 
 
-def _input_bytes(problem: Problem, workload: Workload, axes: dict[str, int]) -> int:
+def input_bytes(problem: Problem, workload: Workload, axes: dict[str, int]) -> int:
+    """Bytes of the workload's tensor inputs, from their declared shapes and dtypes."""
     return sum(spec.dtype.storage_bytes(math.prod(spec.resolve_shape(axes))) for spec in problem.definition.inputs.values() if spec.shape is not None)
