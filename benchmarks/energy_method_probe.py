@@ -42,6 +42,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--window", type=float, default=1.0, help="seconds of each window (as --energy-window)")
     parser.add_argument("--batch-s", type=float, default=0.01, help="GPU seconds of calls per batched step")
     parser.add_argument("--pool-gib", type=float, default=1.0, help="most GiB of inputs held for one batched step")
+    parser.add_argument("--poll", type=float, nargs="+", default=[None], help="seconds between the counter poller's readings, each measured "
+                        "in turn (default: solbench.energy.window.POLL_S, the evaluator's)")
+    parser.add_argument("--methods", nargs="+", default=["per-step", "batched", "pooled"], choices=["per-step", "batched", "pooled"])
     parser.add_argument("--json", type=Path, help="write every measurement here")
     return parser.parse_args(argv)
 
@@ -89,15 +92,15 @@ def steppers(function: Callable[..., Any], make_inputs: Callable[[int], list[Any
 
 
 def measure_method(counter: Any, blank_step: Callable[[], None], call_step: Callable[[], None], calls_per_step: int, window_s: float,
-                   repeats: int, call_s: float, idle_s: float = 0.3) -> dict[str, Any]:
+                   repeats: int, call_s: float, idle_s: float = 0.3, poll_s: float | None = None) -> dict[str, Any]:
     """Joules per call of one method over `repeats` measurements (solbench.energy.window.measure, then
     reading.per_call: the calls' windows less the mean of the blank windows around them)."""
     from solbench.energy.reading import per_call
-    from solbench.energy.window import measure
+    from solbench.energy.window import POLL_S, measure
 
     joules, steps_per_s, blank_j = [], [], []
     for _ in range(repeats):
-        readings = measure(counter, blank_step, call_step, window_s, idle_s)
+        readings = measure(counter, blank_step, call_step, window_s, idle_s, poll_s=poll_s or POLL_S)
         reading = per_call(readings.idle, readings.blank, readings.loop, readings.blank_after)
         joules.append(reading.joules / calls_per_step)
         steps_per_s.append(readings.loop.steps / readings.loop.seconds)
@@ -158,17 +161,21 @@ def main(argv: list[str] | None = None) -> int:
         batch = max(1, min(int(args.batch_s / max(seconds + flush_s, 1e-7)), int(args.pool_gib * 2**30 / set_bytes), 10_000))
         print(f"{name} {dict(workload.axes)}: call {seconds * 1e6:.1f} us, flush {flush_s * 1e6:.1f} us, "
               f"inputs {set_bytes / 2**20:.2f} MiB, batch {batch}", flush=True)
-        for method, (blank_step, call_step) in steppers(function, make_inputs, flush, batch, torch.cuda.synchronize).items():
-            try:
-                row = {"problem": name, **measure_method(counter, blank_step, call_step, 1 if method == "per-step" else batch,
-                                                         args.window, args.repeats, seconds), "method": method}
-            except CounterStuck as exc:
-                print(f"  {method}: {exc}", flush=True)
-                continue
-            rows.append(row)
-            median, cv = row["median_j"], row["cv"]
-            print(f"  {method:<9} {median * 1e3:10.4f} mJ/call  CV {cv:6.1%}  implied {row['implied_power_w']:7.0f} W  "
-                  f"{row['steps_per_s']:8.1f} steps/s  blank {row['blank_step_j'] * 1e3:9.3f} mJ/step", flush=True)
+        methods = steppers(function, make_inputs, flush, batch, torch.cuda.synchronize)
+        for poll_s in args.poll:
+            for method in args.methods:
+                blank_step, call_step = methods[method]
+                try:
+                    row = {"problem": name, **measure_method(counter, blank_step, call_step, 1 if method == "per-step" else batch,
+                                                             args.window, args.repeats, seconds, poll_s=poll_s), "method": method, "poll_s": poll_s}
+                except CounterStuck as exc:
+                    print(f"  {method}: {exc}", flush=True)
+                    continue
+                rows.append(row)
+                median, cv = row["median_j"], row["cv"]
+                poll = f"poll {poll_s * 1e3:g} ms " if poll_s else ""
+                print(f"  {poll}{method:<9} {median * 1e3:10.4f} mJ/call  CV {cv:6.1%}  implied {row['implied_power_w']:7.0f} W  "
+                      f"{row['steps_per_s']:8.1f} steps/s  blank {row['blank_step_j'] * 1e3:9.3f} mJ/step", flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0

@@ -11,6 +11,13 @@ probe times each part of such a step, median of --repeats, on the bundled rmsnor
 Prints one line per part: generate_inputs, the flusher as a whole and each of its three parts
 (cudaCtxResetPersistingL2Cache, the 2 x L2 fill, the read of the clean buffer), a synchronise of an
 idle GPU, one reading of NVML's energy counter, and a whole blank step as the worker makes it.
+
+Then, with --poll (seconds between the poller's readings, e.g. 0 0.0005 0.005 0.02; 0: no poller), the
+same steps while solbench.energy.window.CounterPoller reads the counter in its thread as it does during
+a window (the 2026-12-06 H100 run of energy_method_probe.py ran its steps 5-500x slower than this
+probe's blank step and read nonsense joules): per interval, the median blank step, call step (the
+problem's reference, synchronised) and batch of --batch unsynchronised flush + call pairs, and the
+counter's update period seen by the poller.
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--problem", default="rmsnorm_llama3_8b")
+    parser.add_argument("--poll", type=float, nargs="*", default=[], help="poller intervals in seconds to measure the steps under (0: none)")
+    parser.add_argument("--batch", type=int, default=10, help="flush + call pairs of the unsynchronised batch")
     args = parser.parse_args()
 
     import torch
@@ -71,7 +80,57 @@ def main() -> int:
     for name, action in parts.items():
         action()  # warm
         print(f"  {name:<30} {_median_ms(action, args.repeats, sync):8.4f} ms", flush=True)
+    if args.poll:
+        _under_poller(problem, workload, flusher, sync, counter, args)
     return 0
+
+
+def _under_poller(problem: object, workload: object, flusher: Callable[[], None], sync: Callable[[], None], counter: object,
+                  args: argparse.Namespace) -> None:
+    """The steps' medians while a CounterPoller reads the counter every interval of --poll."""
+    from solbench.data.inputs import generate_inputs
+    from solbench.data.reference import reference_module
+    from solbench.energy.window import CounterPoller
+
+    run = reference_module(problem.definition).run
+    trial = iter(range(10**6, 10**9))
+    inputs = lambda: list(generate_inputs(problem, workload, seed=1, trial=next(trial), device="cuda").values())  # noqa: E731
+    pool = [inputs() for _ in range(args.batch)]
+
+    def call_step() -> None:
+        arguments = inputs()
+        flusher()
+        sync()
+        run(*arguments)
+
+    def batch() -> None:
+        for arguments in pool:
+            flusher()
+            run(*arguments)
+
+    steps = {"blank step": lambda: (inputs(), flusher()), "call step": call_step, f"batch of {args.batch}": batch}
+    for interval in args.poll:
+        if interval > 0 and counter is None:
+            continue
+        medians = {}
+        poller = CounterPoller(counter, interval_s=interval) if interval > 0 else None
+        began = time.monotonic()
+        if poller:
+            poller.__enter__()
+        try:
+            for name, action in steps.items():
+                action()
+                medians[name] = _median_ms(action, args.repeats, sync)
+        finally:
+            if poller:
+                poller.__exit__(None, None, None)
+        seconds = time.monotonic() - began
+        period = ""
+        if poller and len(poller.updates) > 2:
+            gaps = [b[1] - a[1] for a, b in zip(poller.updates, poller.updates[1:])]
+            period = f"; counter updated {len(poller.updates)} times in {seconds:.2f} s, median every {statistics.median(gaps) * 1e3:.1f} ms"
+        label = f"poll every {interval * 1e3:g} ms" if interval > 0 else "no poller"
+        print(f"  {label:<22} " + "  ".join(f"{name} {value:8.4f} ms" for name, value in medians.items()) + period, flush=True)
 
 
 if __name__ == "__main__":

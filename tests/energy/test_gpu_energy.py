@@ -47,7 +47,11 @@ def test_energy_of_a_real_copy_kernel_is_positive_and_its_power_between_idle_and
     for trace in copy_traces:
         assert trace.evaluation.status == Status.PASSED, trace.evaluation.log
         energy = trace.evaluation.performance.energy
-        assert energy is not None and energy.note is None, trace.evaluation.log
+        assert energy is not None, trace.evaluation.log
+        if energy.sol_j is None:  # the GPU's datasheet spec carries no energy figures (only the H200's are calibrated): said once, nothing else
+            assert energy.note is not None and energy.note.startswith("no E_SOL: the hardware spec") and "no energy figures" in energy.note, energy
+        else:
+            assert energy.note is None and 0 < energy.sol_j < energy.joules, energy
         assert energy.joules > 0 and energy.joules > 10 * energy.resolution_j
         assert 20 < energy.idle_power_w < energy.mean_power_w <= 1.05 * (counter.power_limit_w or 1000), energy
         assert energy.window_s >= 1.0 and energy.calls >= 10

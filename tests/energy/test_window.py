@@ -131,3 +131,14 @@ def test_a_window_keeps_its_updates_and_the_spread_of_joules_per_step():
     # about 0.7 of a step's joules spread over ~10 intervals: a standard error near 0.25 of them
     assert noisy.per_step_spread_j > 2 * max(steady, 1e-9) and noisy.per_step_spread_j > 0.15 * noisy.per_step_j
     assert Window(0, 1000, 1.0, 10, ((500, 5), (1000, 10))).per_step_spread_j == 0.0  # fewer than 3 intervals: no estimate
+
+
+def test_the_poll_interval_sets_how_often_the_counter_is_read_and_the_reading_stays_right():
+    readings = {}
+    for poll_s in (0.0005, 0.01):
+        counter = SteppedCounter(300.0, period_s=PERIOD_S, clock=time.monotonic)
+        result = measure(counter, sleeping(0.001), sleeping(0.002), 0.2, 0.1, poll_s=poll_s)
+        seconds = result.idle.seconds + result.blank.seconds + result.loop.seconds + result.blank_after.seconds
+        readings[poll_s] = counter.reads / seconds
+        assert result.loop.mean_power_w == pytest.approx(300.0, rel=0.05)
+    assert readings[0.01] < 200 < 300 < readings[0.0005]  # about 100 and 1,800 readings a second here (sleep overshoot aside)

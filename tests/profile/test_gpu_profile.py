@@ -123,3 +123,21 @@ def test_eval_memcheck_of_a_clean_example(tmp_path: Path):
     (trace,) = json.loads(result.stdout)
     assert trace["evaluation"]["status"] == "PASSED" and trace["evaluation"]["environment"]["memcheck"]["result"] == "clean"
     assert "memcheck: clean" in trace["evaluation"]["log"]
+
+
+@pytest.mark.skipif(not _has(NCU), reason="needs Nsight Compute (ncu)")
+def test_run_profile_stores_the_profile_and_the_report_draws_its_gap_decomposition(tmp_path: Path):
+    run_dir = tmp_path / "run"
+    result = subprocess.run([sys.executable, "-m", "solbench.cli", "run", str(bundled_problems_path() / "silu_and_mul_llama3_8b"), "--solutions",
+                             str(ROOT / "examples" / "silu_and_mul_triton" / "solution.json"), "--workloads", "smallest:1", "--compile-modes", "none",
+                             "--trials", "1", "--profile", "--run-dir", str(run_dir), "--baselines", str(tmp_path / "baselines")],
+                            capture_output=True, text=True, timeout=400, cwd=tmp_path, env={**os.environ, "COLUMNS": "200"})
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    stored = sorted((run_dir / "profiles").rglob("*.json"))
+    assert len(stored) == 1, stored
+    profile = json.loads(stored[0].read_text())
+    assert profile["status"] == "PASSED" and profile["kernels"] and profile["kernels"][0]["duration_ms"] > 0
+    assert profile["decomposition"]["t_over_t_sol"] > 1.0
+    html = (run_dir / "report.html").read_text()
+    assert 'data-plot="gap-decomposition"' in html and 'data-solution="silu_and_mul_triton"' in html and "<svg" in html
+    print(json.dumps({"run_profile": {"stored": stored[0].name, "t_over_t_sol": profile["decomposition"]["t_over_t_sol"]}}))

@@ -138,9 +138,9 @@ class CounterPoller:
             raise CounterStuck(f"the energy counter could not be read: {type(self.error).__name__}: {self.error}")
 
 
-def idle_window(counter: Any, min_s: float, clock: Clock = time.monotonic) -> Window:
+def idle_window(counter: Any, min_s: float, clock: Clock = time.monotonic, poll_s: float = POLL_S) -> Window:
     """The counter between two updates at least `min_s` apart, with nothing run in between."""
-    with CounterPoller(counter, clock) as poller:
+    with CounterPoller(counter, clock, poll_s) as poller:
         start, start_at = poller.wait_for(0, clock())
         index = 1
         while True:
@@ -151,10 +151,11 @@ def idle_window(counter: Any, min_s: float, clock: Clock = time.monotonic) -> Wi
             index += 1
 
 
-def loop_window(counter: Any, step: Callable[[], None], min_s: float, min_steps: int = 1, clock: Clock = time.monotonic) -> Window:
+def loop_window(counter: Any, step: Callable[[], None], min_s: float, min_steps: int = 1, clock: Clock = time.monotonic,
+                poll_s: float = POLL_S) -> Window:
     """`step` run back to back from one update until an update at least `min_s` after it has been seen
     and at least `min_steps` steps are done (see the module docstring)."""
-    with CounterPoller(counter, clock) as poller:
+    with CounterPoller(counter, clock, poll_s) as poller:
         start, start_at = poller.wait_for(0, clock())
         ends: list[float] = [clock()]  # ends[0]: when the first step began; ends[i]: when step i ended
         while True:
@@ -194,12 +195,12 @@ class Readings:
 
 
 def measure(counter: Any, blank_step: Callable[[], None], call_step: Callable[[], None], window_s: float, idle_s: float,
-            min_calls: int = 1, clock: Clock = time.monotonic) -> Readings:
+            min_calls: int = 1, clock: Clock = time.monotonic, poll_s: float = POLL_S) -> Readings:
     """Idle power just before, then the blank window, the window of calls and the blank window again (no
     call of the solution runs before the first blank window ends; the second shows how far the power of
     the same steps moved while the calls ran, and their mean is what is subtracted)."""
-    idle = idle_window(counter, idle_s, clock)
-    blank = loop_window(counter, blank_step, window_s, 1, clock)
-    loop = loop_window(counter, call_step, window_s, min_calls, clock)
-    after = loop_window(counter, blank_step, window_s, 1, clock)
+    idle = idle_window(counter, idle_s, clock, poll_s)
+    blank = loop_window(counter, blank_step, window_s, 1, clock, poll_s)
+    loop = loop_window(counter, call_step, window_s, min_calls, clock, poll_s)
+    after = loop_window(counter, blank_step, window_s, 1, clock, poll_s)
     return Readings(idle, blank, loop, after)
