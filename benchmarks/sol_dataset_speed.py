@@ -142,17 +142,18 @@ def _subprocess_runs(paths: list[str], runs: int, top: int, extra: list[str]) ->
 def _profile_problem(task: tuple) -> tuple:
     """One problem analysed as `solbench sol` does: (CPU s, wall s, name, workloads, captures, why concrete, failures)."""
     from solbench.sol.analysis import analyze, problem_captures
-    from solbench.sol.api import policy_for
+    from solbench.sol.api import fewer_collections, policy_for
 
     problem, hardware = task
     began, cpu = time.monotonic(), time.process_time()
     captures = problem_captures(problem)
     failures = []
-    for workload in sorted(problem.workloads, key=lambda w: _size(problem, w)):  # as solbench sol does: small first
-        try:
-            analyze(problem, workload, hardware, policy_for(problem), captures)
-        except Exception as exc:  # noqa: BLE001 - counted and shown, the others go on
-            failures.append(f"{problem.name}/{workload.uuid[:8]}: {type(exc).__name__}: {str(exc)[:160]}")
+    with fewer_collections():  # the garbage collector's setting of solbench sol's analyses
+        for workload in sorted(problem.workloads, key=lambda w: _size(problem, w)):  # as solbench sol does: small first
+            try:
+                analyze(problem, workload, hardware, policy_for(problem), captures)
+            except Exception as exc:  # noqa: BLE001 - counted and shown, the others go on
+                failures.append(f"{problem.name}/{workload.uuid[:8]}: {type(exc).__name__}: {str(exc)[:160]}")
     return (time.process_time() - cpu, time.monotonic() - began, problem.name, len(problem.workloads), captures.captured,
             captures.concrete_only or "", failures)
 

@@ -42,16 +42,29 @@ def test_resumed_jobs_skip_what_is_done_and_a_gpu_request_without_gpus_is_one_li
 
 
 def _task_pids() -> set[int]:
-    """The Ray worker processes running a job task now (Ray names a worker's process after its task)."""
-    pids = set()
+    """The Ray worker processes of this test's cluster running a job task now (Ray names a worker's
+    process after its task). The cluster's processes descend from this one (ray.init started it here);
+    another test process may run a cluster of its own beside it. A child the task is forking (a sandboxed
+    worker between fork and exec) carries the task's name for a moment: it is left out by its parent."""
+    parents: dict[int, int] = {}
+    named: set[int] = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
                 if (entry / "cmdline").read_bytes().startswith(b"ray::_job_task"):
-                    pids.add(int(entry.name))
-            except OSError:
+                    named.add(int(entry.name))
+            except (OSError, IndexError, ValueError):
                 continue
-    return pids
+
+    def ours(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == os.getpid():
+                return True
+        return False
+
+    return {pid for pid in named if parents.get(pid) not in named and ours(pid)}
 
 
 def _slow_job(job: Job, sleep_s: float) -> Job:

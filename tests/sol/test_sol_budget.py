@@ -30,6 +30,10 @@ def _steps(task: int, report) -> int:
     return task
 
 
+def _environment(task: str, report) -> str | None:
+    return os.environ.get(task)
+
+
 def _broken_start() -> None:
     raise ImportError("no such module")
 
@@ -67,3 +71,16 @@ def test_in_this_process_the_time_budget_holds_and_the_tasks_go_in_order() -> No
 def test_resident_bytes_of_this_process_and_of_none() -> None:
     assert resident_bytes(os.getpid()) > 1 << 20
     assert resident_bytes(2**22 + 12345) == 0  # no such process
+
+
+def test_workers_wait_for_openmp_work_asleep_unless_told_otherwise(monkeypatch) -> None:
+    """Workers share the cores: idle OpenMP threads must not spin on them (the same threads, the same split
+    of the work, so the same values). A policy set by the user is kept; this process's environment is left as it was."""
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    with WorkerPool(1, Limits(), _environment) as pool:
+        (outcome,) = pool.run(["OMP_WAIT_POLICY"])
+    assert outcome.value == "PASSIVE" and "OMP_WAIT_POLICY" not in os.environ
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    with WorkerPool(1, Limits(), _environment) as pool:
+        (outcome,) = pool.run(["OMP_WAIT_POLICY"])
+    assert outcome.value == "ACTIVE" and os.environ["OMP_WAIT_POLICY"] == "ACTIVE"

@@ -223,18 +223,40 @@ def analyze_problem_workloads(task: tuple, report: Report | None = None) -> list
     floor = rest[0] if rest else True
     captures = _ReportingCaptures(problem_captures(problem), report or (lambda _: None))
     done: dict[str, SolResult | Issue] = {}
-    for number, workload in enumerate(sorted(chosen, key=lambda w: _input_bytes(problem, w)), 1):
-        captures.begin(number, len(chosen), workload)
-        try:
-            result = analyze(problem, workload, hardware, policy_for(problem, policy), captures, floor)
-            if not keep_nodes:
-                result.nodes = []
-            done[workload.uuid] = result
-        except Exception as exc:  # noqa: BLE001 - one problem's failure must not stop the others
-            done[workload.uuid] = Issue(f"cannot analyse workload {workload.uuid[:8]}: {first_line(exc)}", problem.source)
+    with fewer_collections():
+        for number, workload in enumerate(sorted(chosen, key=lambda w: _input_bytes(problem, w)), 1):
+            captures.begin(number, len(chosen), workload)
+            try:
+                result = analyze(problem, workload, hardware, policy_for(problem, policy), captures, floor)
+                if not keep_nodes:
+                    result.nodes = []
+                done[workload.uuid] = result
+            except Exception as exc:  # noqa: BLE001 - one problem's failure must not stop the others
+                done[workload.uuid] = Issue(f"cannot analyse workload {workload.uuid[:8]}: {first_line(exc)}", problem.source)
     captures.report("clearing its caches")
     _forget_fake_dispatch_cache()
     return [done[workload.uuid] for workload in chosen]
+
+
+GC_YOUNG_THRESHOLD = 10_000  # new container objects between two runs of the garbage collector during an analysis (Python: 700)
+
+
+@contextlib.contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Python's cyclic garbage collector runs after every 700 new container objects by default, and a
+    capture makes millions (fake tensors, sympy expressions, graph nodes): its passes, the full ones over
+    a heap that holds torch, took a tenth of the analysis. While a problem is analysed the threshold is
+    raised (and put back after): cycles are still collected, less often. Nothing the analysis computes
+    depends on when they are (what it keys by identity it keeps alive), and a capture's largest cycle,
+    its recorder with the shadows, is let go of without the collector (Recorder.release)."""
+    import gc
+
+    saved = gc.get_threshold()
+    gc.set_threshold(max(saved[0], GC_YOUNG_THRESHOLD), *saved[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
 
 
 def _forget_fake_dispatch_cache() -> None:

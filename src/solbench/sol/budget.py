@@ -12,12 +12,17 @@ not creep over a dataset.
 In this process (`run_here`, one job) the time budget is kept by a timer signal where one can be
 set (the main thread, SIGALRM unused), and the tasks after one it stopped go to a worker process;
 the memory cap needs worker processes.
+
+Workers share the cores, each with torch's default intra-op threads: OpenMP's threads then wait for
+work asleep (WORKER_ENVIRONMENT), not spinning on cores that the other workers need. The threads and
+how the work is split among them are the same, so every value computed is the same.
 """
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import signal
 import threading
 import time
@@ -29,6 +34,7 @@ from typing import Any, Callable, Iterator
 
 POLL_S = 0.1  # how often a busy worker's time and memory are checked
 PASS_BYTES = 160  # room for the name of the pass a worker is in
+WORKER_ENVIRONMENT = {"OMP_WAIT_POLICY": "PASSIVE"}  # set in each worker unless this process's environment sets them
 
 Report = Callable[[str], None]
 Work = Callable[[Any, Report], Any]  # (task, report(pass)) -> a picklable value; a top-level function
@@ -192,7 +198,8 @@ class _Lane:
         self.conn, child = context.Pipe()
         self._where = context.Array("c", PASS_BYTES, lock=False)
         self.process = context.Process(target=_serve, args=(child, self._where, work, prepare), daemon=True)
-        self.process.start()
+        with _environment(WORKER_ENVIRONMENT):  # read by OpenMP as torch loads it: before any code of the worker runs
+            self.process.start()
         child.close()
         self.ready = False
         self.fresh_bytes = 0  # its resident memory when it was ready
@@ -256,6 +263,18 @@ def _serve(conn: Connection, where: Any, work: Work, prepare: Callable[[], None]
             conn.send(message)
         except Exception as exc:  # noqa: BLE001 - a value that cannot be pickled
             conn.send(("error", f"cannot send the results: {first_line(exc)}", message[2]))
+
+
+@contextlib.contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """These variables (those not set already) in the environment that a process started now inherits."""
+    added = {name: value for name, value in variables.items() if name not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
 
 
 def _how_it_ended(code: int | None) -> str:

@@ -32,11 +32,10 @@ class LoopEstimate:
     values: tuple[int, int, int]
     captures: list[Any]  # SymbolicCapture at each value
     rejected: set[tuple] = field(default_factory=set)  # other-axis values where the graphs did not repeat cleanly
+    priced: dict[tuple, tuple] = field(default_factory=dict, repr=False)  # see _probe_totals
 
     def totals(self, workload: Workload, hardware: Any, policy: str) -> Any:
         """The extrapolated totals of this workload, or None where the estimate does not apply."""
-        from solbench.sol.pricing import graph_totals
-
         axes = self.problem.axes(workload)
         target = axes.get(self.axis)
         if target is None or target <= self.values[-1]:
@@ -44,17 +43,10 @@ class LoopEstimate:
         others = tuple(sorted((k, v) for k, v in axes.items() if k != self.axis))
         if others in self.rejected:
             return None
-        graphs = []
-        for value, made in zip(self.values, self.captures):
-            probe = {**axes, self.axis: value}
-            if not made.fits(probe):
-                return None
-            graphs.append(made.concretize(probe))
-        body = repeated_block(graphs)
-        if body is None:
-            self.rejected.add(others)
+        probed = self._probe_totals(axes, others, hardware, policy)
+        if probed is None:
             return None
-        totals = [graph_totals(g, hardware, policy) for g in graphs]
+        body, totals = probed
         estimate = extend(totals, self.values, target)
         if estimate is None:
             self.rejected.add(others)
@@ -62,6 +54,33 @@ class LoopEstimate:
         estimate.notes.insert(0, f"extrapolated along {self.axis} from captures at {self.axis} = {', '.join(map(str, self.values))}: "
                                  f"the loop body ({body} ops) repeats and every total is affine in {self.axis}")
         return estimate
+
+    def _probe_totals(self, axes: dict[str, int], others: tuple, hardware: Any, policy: str) -> tuple[int, list[Any]] | None:
+        """The loop body's length and the probes' totals at these other-axis values (None where a probe
+        does not serve them or the graphs do not repeat cleanly). They depend on nothing else, so the
+        workloads that share the other axes (and differ only along the loop axis) price the probes once."""
+        from solbench.sol.pricing import graph_totals
+
+        key = (others, id(hardware), policy)
+        found = self.priced.get(key)
+        if found is not None and found[0] is hardware:  # the spec kept with it: its id is not another's
+            return found[1]
+        graphs = []
+        for value, made in zip(self.values, self.captures):
+            probe = {**axes, self.axis: value}
+            if not made.fits(probe):
+                self.priced[key] = (hardware, None)
+                return None
+            graphs.append(made.concretize(probe))
+        body = repeated_block(graphs)
+        if body is None:
+            self.rejected.add(others)
+            return None
+        totals = [graph_totals(g, hardware, policy) for g in graphs]
+        for early in totals[:-1]:  # extend() reads the numbers of these two and nothing else: their per-op reports go
+            early.reports = []
+        self.priced[key] = (hardware, (body, totals))
+        return body, totals
 
 
 def plan(problem: Problem, workload: Workload, axis: str, decompose: Any) -> LoopEstimate | None:

@@ -25,6 +25,7 @@ import itertools
 from typing import Any
 
 from solbench.sol.graph import OpNode, TensorInfo
+from solbench.sol.trees import leaves, map_leaves, tensor_leaves
 from solbench.sol.values import after_cast, widest
 from solbench.data.dtypes import DType
 
@@ -34,6 +35,7 @@ METADATA_OPS = {"prim.device.default", "aten.sym_size.int", "aten.sym_stride.int
 REAL_LIMIT_BYTES = 64 << 20  # the largest output an op may have to be computed for real (its shadow)
 SHADOW_BYTES = 256 << 20  # real values kept beside fake tensors, in all
 FILL_SHADOW_BYTES = 16 << 20  # a larger tensor of one value (zeros, ones) gets no shadow: it is a buffer, not data
+SKIP_UNKEPT_SHADOWS = True  # an op that writes none of its arguments is not run for real when no shadow of it could be kept
 _RANDOM = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "normal_", "uniform",
            "uniform_", "bernoulli", "bernoulli_", "exponential", "exponential_", "random", "random_", "multinomial", "native_dropout",
            "cauchy_", "geometric_", "log_normal_"}
@@ -113,6 +115,7 @@ class Recorder:
         self._shadow_bytes = 0
         self._shadowed_storages: dict[int, list[int]] = {}  # storage identity -> ids of the fake tensors shadowed on it
         self._masklike: set[int] = set()  # TensorInfo ids of constants made by mask-making ops
+        self.unkept_skipped = 0  # real runs of ops left out because the shadow budget could keep none of their outputs
 
     def __enter__(self) -> Recorder:
         self.function_mode.__enter__()
@@ -122,6 +125,16 @@ class Recorder:
     def __exit__(self, *exc: Any) -> None:
         self.mode.__exit__(*exc)
         self.function_mode.__exit__(*exc)
+
+    def release(self) -> None:
+        """Let go of every tensor seen and of the shadows once the capture is over. The modes close over
+        the recorder (a reference cycle), so without this they would stay until the garbage collector's
+        next full pass, hundreds of MB of shadows among them; the graph keeps what it needs (its
+        TensorInfos, and the values of constants)."""
+        self._infos.clear()
+        self._shadows.clear()
+        self._shadowed_storages.clear()
+        self._shadow_bytes = 0
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -158,7 +171,6 @@ class Recorder:
 
     def record_whole(self, name: str, func: Any, args: tuple, kwargs: dict) -> Any:
         import torch
-        from torch.utils._pytree import tree_flatten
 
         self._suppressed += 1
         try:
@@ -170,7 +182,7 @@ class Recorder:
         bound.update({k: v for k, v in kwargs.items() if k in parameters})
         ordered = tuple(self.info(bound[p]) if isinstance(bound.get(p), torch.Tensor) else _plain_tree(bound.get(p)) for p in parameters)
         inputs = [a for a in ordered if isinstance(a, TensorInfo)]
-        outputs = [self.info(t) for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor)]
+        outputs = [self.info(t) for t in tensor_leaves(result)]
         self.nodes.append(OpNode(len(self.nodes), f"torch.nn.functional.{name}", name, inputs, outputs, ordered, {}))
         return result
 
@@ -208,7 +220,6 @@ class Recorder:
 
     def dispatch(self, mode: Any, func: Any, args: tuple, kwargs: dict) -> Any:
         import torch
-        from torch.utils._pytree import tree_flatten, tree_map
 
         known = self._ops.get(func)
         if known is None:
@@ -225,13 +236,13 @@ class Recorder:
                         return replacement(*args, **kwargs)
                 finally:
                     self._decomposing.pop()
-        flat_in = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        flat_in = tensor_leaves((args, kwargs))
         in_infos = [self.info(t) for t in flat_in]
         constant_in = all(i.constant for i in in_infos) and packet not in _RANDOM
         shadowed = self.fake_mode is not None and packet not in _RANDOM and all(self.shadow(t) is not None for t in flat_in) \
             and (bool(flat_in) or _concrete(args, kwargs))
-        result = self._run(func, packet, args, kwargs, shadowed)
-        flat_out = [r for r in tree_flatten(result)[0] if isinstance(r, torch.Tensor)]
+        result = self._run(func, packet, args, kwargs, shadowed, pure=not known.written)
+        flat_out = tensor_leaves(result)
         if all(t.device.type == "meta" for t in flat_in + flat_out):
             return result  # meta tensors hold no data: building a module's structure costs nothing
         mutated = [value for value in (args[i] if i < len(args) else kwargs.get(n) for i, n in known.written) if isinstance(value, torch.Tensor)]
@@ -251,7 +262,7 @@ class Recorder:
         to_info = lambda a: self.info(a) if isinstance(a, torch.Tensor) else _plain(a)  # noqa: E731
         self.nodes.append(
             OpNode(
-                len(self.nodes), name, packet, in_infos, out_infos, tree_map(to_info, args), tree_map(to_info, kwargs),
+                len(self.nodes), name, packet, in_infos, out_infos, map_leaves(to_info, args), map_leaves(to_info, kwargs),
                 is_view=is_view, mutated=[self.info(t) for t in mutated], decomposed_from=self._decomposing[-1] if self._decomposing else None,
             )
         )
@@ -278,9 +289,10 @@ class Recorder:
         for key in self._shadowed_storages.pop(tensor.untyped_storage()._cdata, []):
             self._shadows.pop(key, None)
 
-    def _run(self, func: Any, packet: str, args: tuple, kwargs: dict, shadowed: bool) -> Any:
+    def _run(self, func: Any, packet: str, args: tuple, kwargs: dict, shadowed: bool, pure: bool = False) -> Any:
         """The op on the (fake) tensors, with its shadow computed from the arguments' shadows; a
-        data-dependent op takes its sizes from the shadows, else its least result."""
+        data-dependent op takes its sizes from the shadows, else its least result. `pure`: the op
+        writes none of its arguments."""
         from solbench.sol.least import least_result, needs_least, shape_rule_result
 
         if needs_least(packet, args) or packet == "_local_scalar_dense":
@@ -301,24 +313,26 @@ class Recorder:
             self.note(f"{packet}: its fake-tensor kernel refused these arguments ({type(exc).__name__}); its output shape is derived")
             return made
         if shadowed and not (packet in _UNIFORM_FACTORIES and _tensor_bytes(result) > FILL_SHADOW_BYTES):
-            self._shadow_outputs(func, args, kwargs, result)
+            self._shadow_outputs(func, args, kwargs, result, pure)
         return result
 
     def _real_arguments(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         import torch
-        from torch.utils._pytree import tree_map
 
         swap = lambda a: self.shadow(a) if isinstance(a, torch.Tensor) else a  # noqa: E731
-        return tree_map(swap, args), tree_map(swap, kwargs)
+        return map_leaves(swap, args), map_leaves(swap, kwargs)
 
-    def _shadow_outputs(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
-        import torch
-        from torch.utils._pytree import tree_flatten
+    def _shadow_outputs(self, func: Any, args: tuple, kwargs: dict, result: Any, pure: bool = False) -> None:
         from torch.utils._python_dispatch import _disable_current_modes
 
-        outputs = [r for r in tree_flatten(result)[0] if isinstance(r, torch.Tensor)]
+        outputs = tensor_leaves(result)
         sizes = [r.numel() * r.element_size() for r in outputs]
         if not all(isinstance(size, int) for size in sizes) or sum(sizes) > REAL_LIMIT_BYTES:
+            return
+        if SKIP_UNKEPT_SHADOWS and pure and outputs and self._shadow_bytes + min(r.numel() for r in outputs) > SHADOW_BYTES:
+            # give_shadow would refuse every output (each takes at least a byte an element) and the op writes
+            # none of its arguments: running it for real would change nothing but the time and memory taken
+            self.unkept_skipped += 1
             return
         real_args, real_kwargs = self._real_arguments(args, kwargs)
         with _disable_current_modes():
@@ -326,14 +340,13 @@ class Recorder:
                 real = func(*real_args, **real_kwargs)
             except Exception:  # noqa: BLE001 - an op the CPU cannot run for real: its outputs go without values
                 return
-        for fake, value in zip(outputs, [r for r in tree_flatten(real)[0] if isinstance(r, torch.Tensor)]):
+        for fake, value in zip(outputs, tensor_leaves(real)):
             if tuple(fake.shape) == tuple(value.shape):
                 self.give_shadow(fake, value)
 
     def _from_shadows(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """A data-dependent op computed for real on the shadows; fake tensors of its real sizes."""
         import torch
-        from torch.utils._pytree import tree_map
         from torch.utils._python_dispatch import _disable_current_modes
 
         real_args, real_kwargs = self._real_arguments(args, kwargs)
@@ -350,7 +363,7 @@ class Recorder:
             self.give_shadow(made, value)
             return made
 
-        return tree_map(fake, real)
+        return map_leaves(fake, real)
 
     def _track_values(self, packet: str, args: tuple, in_infos: list[TensorInfo], out_infos: list[TensorInfo], constant_in: bool,
                       is_view: bool) -> None:
@@ -485,13 +498,14 @@ def _is_real(tensor: Any) -> bool:
 def _concrete(args: tuple, kwargs: dict) -> bool:
     """Whether a factory op's arguments are all plain values (no symbolic sizes)."""
     import torch
-    from torch.utils._pytree import tree_flatten
 
-    return not any(isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)) for a in tree_flatten((args, kwargs))[0])
+    return not any(isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)) for a in leaves((args, kwargs)))
 
 
 def _plain(value: Any) -> Any:
     """A SymInt as an int when it is one, else its sympy expression; anything else unchanged."""
+    if type(value) is int:
+        return value  # most sizes of a concrete capture
     import torch
 
     if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
@@ -503,9 +517,7 @@ def _plain(value: Any) -> Any:
 
 
 def _plain_tree(value: Any) -> Any:
-    from torch.utils._pytree import tree_map
-
-    return tree_map(_plain, value)
+    return map_leaves(_plain, value)
 
 
 class _OpFacts:
@@ -528,6 +540,9 @@ def _on_cpu(func: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict] | N
     """The call with device arguments naming CUDA moved to the CPU (None when nothing names CUDA);
     func None: the call is a no-op returning args[0] (`x.cuda()`)."""
     import torch
+
+    if not kwargs and func is not torch.Tensor.to and func is not torch.Tensor.cuda:
+        return None  # nothing can name a device: the common case, decided before anything is built
 
     def is_cuda(value: Any) -> bool:
         return (isinstance(value, torch.device) and value.type == "cuda") or (isinstance(value, str) and value.startswith("cuda")) or \

@@ -137,7 +137,7 @@ def _pins(guard: Any, symbol: Any) -> bool:
 
 def concrete_graph(graph: Graph, values: dict[Any, Any]) -> Graph:
     """A copy of the graph with every sympy size evaluated at these symbol values."""
-    from torch.utils._pytree import tree_map
+    from solbench.sol.trees import map_leaves
 
     evaluated: dict[Any, int] = {}
 
@@ -171,7 +171,7 @@ def concrete_graph(graph: Graph, values: dict[Any, Any]) -> Graph:
 
     nodes = [
         OpNode(node.index, node.op, node.packet, [tensor(t) for t in node.inputs], [tensor(t) for t in node.outputs],
-               tree_map(argument, node.args), tree_map(argument, node.kwargs), node.is_view, [tensor(t) for t in node.mutated],
+               map_leaves(argument, node.args), map_leaves(argument, node.kwargs), node.is_view, [tensor(t) for t in node.mutated],
                node.decomposed_from)
         for node in graph.nodes
     ]

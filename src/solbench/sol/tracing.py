@@ -22,11 +22,19 @@ def record(run: Any, arguments: dict[str, Any], problem: Problem, decompose: Any
     """Run the reference under a Recorder and build its Graph (inputs and outputs named); the `fixed`
     inputs (real, the same at every seed) are constants whose values the analysis may read. With
     `stop_at_values` the capture ends with ValuesNeeded at the first sign that it needs the values."""
+    logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)  # refusals are handled here, not logged
+    recorder = Recorder(decompose, fake_mode, hint, stop_at_values)
+    try:
+        return _recorded(recorder, run, arguments, problem, fake_mode, mode_name, fixed)
+    finally:
+        recorder.release()  # its tensors and shadows go now, not at the garbage collector's next full pass
+
+
+def _recorded(recorder: Recorder, run: Any, arguments: dict[str, Any], problem: Problem, fake_mode: Any, mode_name: str,
+              fixed: set[str]) -> Graph:
     import torch
     from torch._subclasses.fake_tensor import FakeTensor
 
-    logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)  # refusals are handled here, not logged
-    recorder = Recorder(decompose, fake_mode, hint, stop_at_values)
     if fake_mode is not None:  # real inputs (integers, custom ones) run as fake tensors whose shadows hold their values
         for name, value in list(arguments.items()):
             if isinstance(value, torch.Tensor) and not isinstance(value, FakeTensor):
