@@ -1,8 +1,8 @@
 """How long `solbench sol` takes over whole datasets in the public layout, and how much memory.
 
-By default it writes the synthetic 235-problem dataset (python3 -m solbench.dataset.synthetic) to a
+By default it writes the synthetic 241-problem dataset (python3 -m solbench.dataset.synthetic) to a
 temporary folder and runs `solbench sol SYNTHETIC solbench:models --hardware B200 --json` (about
-376 problems) once as a subprocess per run; it reports the wall time, the time to the first JSON
+382 problems) once as a subprocess per run; it reports the wall time, the time to the first JSON
 line, the peak resident memory (all the processes together, and the largest one), the problems and
 workloads analysed, the problems that failed (their stderr lines) and the slowest problems, from the
 `problem_analysis_s` field that every JSON line carries (the seconds its problem's analysis took in

@@ -21,7 +21,7 @@ import solbench.dataset.synthetic as synthetic
 from solbench.dataset.synthetic import generate_dataset
 
 SUBSET_SHARES = {"L1": 0.40, "L2": 0.35, "Quant": 0.10, "FlashInfer-Bench": 0.15}
-DEFAULT_PROBLEMS = 235
+DEFAULT_PROBLEMS = 241
 BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1, "float8_e5m2": 1, "float4_e2m1fn_x2": 1,
          "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 FLOATS = {"float64", "float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn_x2"}
@@ -484,10 +484,10 @@ def test_command_line(tmp_path):
 
 
 def test_paged_prefill_scores_blocks_of_queries_as_one_matrix_would(problems):
-    """208's largest workloads would need 256 GiB of fp32 scores at once (8,192 queries x 262,144 cached
+    """paged_prefill_causal's largest workloads would need 256 GiB of fp32 scores at once (8,192 queries x 262,144 cached
     tokens x 32 heads); its reference scores blocks of queries. One query per block, a few, and all at once
     give the same output (up to the last bf16 bit of a sum taken in another order)."""
-    problem = next(p for p in problems if p.name.startswith("208_paged_prefill"))
+    problem = next(p for p in problems if p.name[4:].startswith("paged_prefill"))
     module = problem.module()
     workload = problem.smallest()
     inputs = make_inputs(problem, workload, module, seed=3)
@@ -498,3 +498,53 @@ def test_paged_prefill_scores_blocks_of_queries_as_one_matrix_would(problems):
         module.SCORES_PER_BLOCK = scores
         blocked = module.run(*inputs).float()
         assert (blocked - whole).abs().max().item() <= 2 ** -7 * whole.abs().max().item(), scores
+
+
+# --- the kinds slowest to analyse on the public set (issue 28) ----------------------------------
+
+def test_the_default_set_is_every_template_once_with_the_slow_kinds():
+    from solbench.dataset.synthetic.generate import DEFAULT_PROBLEMS as GENERATED, template_pool
+
+    assert GENERATED == DEFAULT_PROBLEMS == sum(len(specs) for specs in template_pool().values())
+
+
+def by_kind(problems: list[Problem], kind: str) -> Problem:
+    (found,) = [p for p in problems if p.name[4:].startswith(kind)]
+    return found
+
+
+def test_yarn_attention_counts_positions_from_each_sequence_start(problems):
+    """Two packed sequences holding the same tokens give the same outputs: each one's positions start at 0."""
+    module = by_kind(problems, "yarn_rope_ragged_attention").module()
+    generator = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(24, heads, 128, generator=generator).to(torch.bfloat16) for heads in (28, 4, 4))
+    twice = [torch.cat((x, x)) for x in (q, k, v)]
+    out = module.run(*twice, torch.tensor([0, 24, 48], dtype=torch.int32), 1e6, 128 ** -0.5)
+    assert torch.equal(out[:24], out[24:])
+    alone = module.run(q, k, v, torch.tensor([0, 24], dtype=torch.int32), 1e6, 128 ** -0.5)
+    assert torch.equal(alone, out[:24])
+    shifted = module.run(*twice, torch.tensor([0, 20, 48], dtype=torch.int32), 1e6, 128 ** -0.5)
+    assert not torch.equal(shifted[28:], out[28:])  # positions counted from another start rotate otherwise
+
+
+def test_dual_rope_rotates_two_quarters_of_a_head_by_their_own_positions(problems):
+    module = by_kind(problems, "dual_rope_causal_attention").module()
+    generator = torch.Generator().manual_seed(2)
+    x = torch.randn(2, 8, 3, 128, generator=generator).to(torch.bfloat16)
+    positions, blocks = torch.randint(0, 8, (2, 8), generator=generator), torch.randint(0, 8, (2, 8), generator=generator)
+    made = module.dual_rope(x, positions, blocks, 10000.0)
+    assert torch.equal(made[..., 64:], x[..., 64:])
+    assert torch.equal(made[..., :32], module.rope(x[..., :32], positions, 10000.0))
+    assert torch.equal(made[..., 32:64], module.rope(x[..., 32:64], blocks, 10000.0))
+    zeros = torch.zeros(2, 8, dtype=torch.int64)
+    assert torch.equal(module.dual_rope(x, zeros, zeros, 10000.0), x)  # position 0 rotates nothing
+
+
+def test_nvfp4_layers_round_their_activations_onto_the_nvfp4_grid(problems):
+    """Rounding is idempotent (what is on the grid stays), and it is coarse: 8 magnitudes per block of 16."""
+    module = by_kind(problems, "nvfp4_decoder_layer").module()
+    x = torch.randn(8, 64, generator=torch.Generator().manual_seed(3)).to(torch.bfloat16)
+    once = module.round_nvfp4(x, 336.0)
+    assert torch.equal(module.round_nvfp4(once, 336.0), once)
+    assert max(block.abs().unique().numel() for block in once.view(32, 16)) <= 8
+    assert not torch.equal(once, x.to(torch.float32))

@@ -20,8 +20,8 @@ SYNTHETIC_SUBSET = {
            "059_rmsnorm_backward_rstd_bf16_llama3_8b", "067_rope_cos_sin_bf16_llama3_8b_bshd", "076_softmax_fp32_vit_large",
            "080_embedding_bf16_llama3_8b", "082_conv2d_3x3_fp32_sd_vae_c256", "093_moe_router_topk_bf16_mixtral_8x7b"],
     "L2": ["130_swiglu_mlp_bf16_llama3_8b", "161_moe_permute_nonzero_fp32_qwen3_30b_a3b", "168_selective_scan_bf16_mamba_2_8b"],
-    "Quant": ["177_fp8_gemm_per_tensor_bf16_out_llama3_8b_qkv", "195_nvfp4_gemm_llama3_8b_qkv"],
-    "FlashInfer-Bench": ["201_paged_decode_bf16_llama3_8b_ps16", "228_top_k_mask_logits_fp32_llama3_8b", "233_greedy_argmax_bf16_llama3_8b"],
+    "Quant": ["179_fp8_gemm_per_tensor_bf16_out_llama3_8b_qkv", "197_nvfp4_gemm_llama3_8b_qkv"],
+    "FlashInfer-Bench": ["207_paged_decode_bf16_llama3_8b_ps16", "234_top_k_mask_logits_fp32_llama3_8b", "239_greedy_argmax_bf16_llama3_8b"],
 }
 
 

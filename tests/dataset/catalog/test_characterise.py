@@ -63,11 +63,11 @@ def test_bundled_backward_fp8_and_categories(bundled_index) -> None:
 def test_synthetic_subset_dimensions(synthetic_index) -> None:
     rows = rows_by_name(synthetic_index)
     assert len(rows) == 18 and all(row.error is None for row in rows.values())
-    assert rows["195_nvfp4_gemm_llama3_8b_qkv"].quantised == "fp4"
-    assert rows["177_fp8_gemm_per_tensor_bf16_out_llama3_8b_qkv"].quantised == "fp8"
+    assert rows["197_nvfp4_gemm_llama3_8b_qkv"].quantised == "fp4"
+    assert rows["179_fp8_gemm_per_tensor_bf16_out_llama3_8b_qkv"].quantised == "fp8"
     assert rows["168_selective_scan_bf16_mamba_2_8b"].domain == "ssm" and rows["168_selective_scan_bf16_mamba_2_8b"].category == "ssm"
     assert rows["082_conv2d_3x3_fp32_sd_vae_c256"].domain == "diffusion" and rows["082_conv2d_3x3_fp32_sd_vae_c256"].category == "conv"
-    assert rows["228_top_k_mask_logits_fp32_llama3_8b"].category == "sampling"
+    assert rows["234_top_k_mask_logits_fp32_llama3_8b"].category == "sampling"
     assert rows["059_rmsnorm_backward_rstd_bf16_llama3_8b"].direction == "backward"
     assert rows["080_embedding_bf16_llama3_8b"].custom_inputs is True
     assert rows["001_gemm_bf16_llama3_8b_qkv"].custom_inputs is False

@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 from solbench.dataset.synthetic import SUBSETS, generate_dataset
+from solbench.dataset.synthetic.generate import DEFAULT_PROBLEMS
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m solbench.dataset.synthetic", description="Write a synthetic dataset in the public SOL-ExecBench layout.")
     parser.add_argument("out_dir", type=Path, metavar="OUT_DIR")
-    parser.add_argument("--problems", type=int, default=235, help="number of problems (default 235)")
+    parser.add_argument("--problems", type=int, default=DEFAULT_PROBLEMS, help=f"number of problems (default {DEFAULT_PROBLEMS}: every template once)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the workload choices (default 0)")
     parser.add_argument("--force", action="store_true", help="write into a non-empty OUT_DIR, replacing its subset folders")
     args = parser.parse_args(argv)

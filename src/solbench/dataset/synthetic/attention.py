@@ -10,7 +10,9 @@ from solbench.dataset.synthetic.models import (
     BERT_LARGE, BLOOM_7B, CLIP_TEXT, DEEPSEEK_V2_LITE, DEEPSEEK_V3, GEMMA2_9B, LLAMA3_70B, LLAMA3_8B, MIXTRAL, QWEN2_7B,
     QWEN3_MOE, T5_XXL, VIT_LARGE, WHISPER, Model,
 )
-from solbench.dataset.synthetic.snippets import MASKED_ATTENTION, PAGE_TABLE, RAGGED_PAGE_TABLE, REQUEST_PAGES, RMS_NORM, ROTATE_HALF
+from solbench.dataset.synthetic.snippets import (
+    MASKED_ATTENTION, PAGE_TABLE, PER_SEQUENCE_ATTENTION, RAGGED_PAGE_TABLE, REQUEST_PAGES, RMS_NORM, ROTATE_HALF,
+)
 
 GQA = "num_qo_heads % num_kv_heads == 0"
 BHSD = ["batch_size", "num_qo_heads", "seq_len", "head_dim"]
@@ -494,13 +496,7 @@ def ragged_prefill(model: Model, padded: bool) -> Spec:
 
 
             def run(q, k, v, cu_seqlens, sm_scale):
-                out = torch.empty_like(q)
-                for b in range(cu_seqlens.numel() - 1):
-                    start, end = int(cu_seqlens[b]), int(cu_seqlens[b + 1])
-                    qb, kb, vb = (x[start:end].transpose(0, 1)[None] for x in (q, k, v))
-                    o = F.scaled_dot_product_attention(qb, kb, vb, is_causal=True, scale=sm_scale, enable_gqa=True)
-                    out[start:end] = o[0].transpose(0, 1)
-                return out
+                return attention_per_sequence(q, k, v, cu_seqlens, sm_scale)
         """
     return model_spec(
         model, f"ragged_prefill_causal_bf16_{model.key}" + ("_padded" if padded else ""), "ragged_attention_prefill",
@@ -514,7 +510,7 @@ def ragged_prefill(model: Model, padded: bool) -> Spec:
          custom("cu_seqlens", ["batch_size_plus_one"], "int32", "sorted boundaries, 0 first and total_tokens last"),
          scalar("sm_scale", _sm_scale(model))],
         [out("o", ["total_tokens", "num_qo_heads", "head_dim"], "bfloat16")],
-        reference, MAKE_CU_SEQLENS,
+        reference, *([] if padded else [PER_SEQUENCE_ATTENTION]), MAKE_CU_SEQLENS,
         constraints=[GQA, "total_tokens >= batch_size"],
         grid={"total_tokens": [1024, 2048, 4096, 8192, 16384], "batch_size": BATCH},
         small={"total_tokens": 96, "batch_size": 3},

@@ -10,7 +10,7 @@ import math
 from solbench.dataset.synthetic.core import BATCH, SEQ, SHORT, TOKENS, VAR, Spec, custom, mnk_spec, model_spec, out, rows_spec, scalar, t
 from solbench.dataset.synthetic.models import DEEPSEEK_V3, LLAMA3_70B, LLAMA3_8B, MIXTRAL, QWEN2_7B, Model
 from solbench.dataset.source_snippets import NVFP4_DECODE as NVFP4
-from solbench.dataset.synthetic.snippets import DISTINCT_TOPK, MOE_EXPERTS, RMS_NORM, SILU_AND_MUL
+from solbench.dataset.synthetic.snippets import DISTINCT_TOPK, GQA_DECODE, MOE_EXPERTS, RMS_NORM, SILU_AND_MUL
 
 FP8 = "float8_e4m3fn"
 FP4 = "float4_e2m1fn_x2"
@@ -173,14 +173,8 @@ def fp8_kv_decode(model: Model) -> Spec:
 
 
             def run(q, k_cache, v_cache, k_scale, v_scale, sm_scale):
-                batch, num_heads, head_dim = q.shape
-                num_kv_heads = k_cache.shape[2]
-                k = k_cache.to(torch.float32) * k_scale
-                v = v_cache.to(torch.float32) * v_scale
-                qg = q.to(torch.float32).view(batch, num_kv_heads, num_heads // num_kv_heads, head_dim)
-                probs = torch.softmax(torch.einsum("bhgd,bshd->bhgs", qg, k) * sm_scale, dim=-1)
-                return torch.einsum("bhgs,bshd->bhgd", probs, v).reshape(batch, num_heads, head_dim).to(q.dtype)
-        """,
+                return gqa_decode(q, k_cache.to(torch.float32) * k_scale, v_cache.to(torch.float32) * v_scale, sm_scale)
+        """, GQA_DECODE,
         constraints=["num_qo_heads % num_kv_heads == 0"],
         grid={"batch_size": BATCH, "kv_len": SEQ + [16384, 32768]},
         small={"batch_size": 2, "kv_len": 256},

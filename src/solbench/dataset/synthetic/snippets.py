@@ -99,3 +99,25 @@ DISTINCT_TOPK = """
 def distinct_topk(num_tokens, num_experts, top_k, device):
     return torch.rand(num_tokens, num_experts).argsort(dim=-1)[:, :top_k].to(device)
 """
+
+# Decode attention in fp32 with the query heads grouped over their kv head (k and v: [batch, kv_len, kv_heads, head_dim]).
+GQA_DECODE = """
+def gqa_decode(q, k, v, sm_scale):
+    batch, num_heads, head_dim = q.shape
+    num_kv_heads = k.shape[2]
+    qg = q.to(torch.float32).view(batch, num_kv_heads, num_heads // num_kv_heads, head_dim)
+    probs = torch.softmax(torch.einsum("bhgd,bshd->bhgs", qg, k) * sm_scale, dim=-1)
+    return torch.einsum("bhgs,bshd->bhgd", probs, v).reshape(batch, num_heads, head_dim).to(q.dtype)
+"""
+
+# Causal attention over a packed batch, one SDPA per sequence (cu_seqlens: its boundaries, read with int()).
+PER_SEQUENCE_ATTENTION = """
+def attention_per_sequence(q, k, v, cu_seqlens, sm_scale):
+    out = torch.empty_like(q)
+    for b in range(cu_seqlens.numel() - 1):
+        start, end = int(cu_seqlens[b]), int(cu_seqlens[b + 1])
+        qb, kb, vb = (x[start:end].transpose(0, 1)[None] for x in (q, k, v))
+        o = F.scaled_dot_product_attention(qb, kb, vb, is_causal=True, scale=sm_scale, enable_gqa=True)
+        out[start:end] = o[0].transpose(0, 1)
+    return out
+"""
