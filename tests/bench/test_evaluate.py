@@ -307,6 +307,16 @@ def test_python_exception_is_a_runtime_error_with_its_text(cache_root: Path):
         assert_failed(trace, Status.RUNTIME_ERROR, re.escape(f"RuntimeError: solution exploded on purpose (n={n})"), r"Traceback")
 
 
+def test_a_runtime_error_log_starts_with_the_error_even_when_its_traceback_is_cut(cache_root: Path):
+    """The log keeps the end of a long traceback; its first line (what a summary shows of a failed baseline
+    candidate) is the error itself, not a line from the middle of the traceback."""
+    run = run_solution("raises_after_a_long_cause", cache_root, workloads=["vs-n0016"])
+    log = run.traces[0].evaluation.log
+    assert run.statuses == [Status.RUNTIME_ERROR]
+    assert log.splitlines()[0] == "RuntimeError: compiled kernel failed (n=16)", log[:300]
+    assert "generated kernel line 399" in log and "generated kernel line 0:" not in log  # the traceback's end, cut
+
+
 def test_segfault_is_a_runtime_error_and_the_next_workload_gets_a_fresh_worker(cache_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     record = tmp_path / "calls.txt"
     monkeypatch.setenv("SOLBENCH_TEST_CALLS", str(record))

@@ -659,9 +659,12 @@ def _failure(exc: BaseException) -> dict[str, Any]:
     if isinstance(exc, MalformedMessage):
         return {"ok": False, "kind": "protocol", "error": str(exc)}
     kind = "compile" if type(exc).__name__ == "BuildError" else "runtime"
-    detail = "".join(traceback.format_exception(exc))[-ERROR_TAIL:] if kind == "runtime" else str(exc)[-20000:]
     summary = (str(exc).strip().splitlines() or [""])[0]
-    return {"ok": False, "kind": kind, "error": f"{type(exc).__name__}: {summary}"[:500], "detail": detail}
+    headline = f"{type(exc).__name__}: {summary}"[:500]
+    # A runtime error's log is its headline, then the end of its traceback: the first line of a trace's log (what
+    # a run's summary and report show of a failed candidate) is the error, never a line cut from inside the traceback.
+    detail = f"{headline}\n{''.join(traceback.format_exception(exc))[-ERROR_TAIL:]}" if kind == "runtime" else str(exc)[-20000:]
+    return {"ok": False, "kind": kind, "error": headline, "detail": detail}
 
 
 def serve(channel: Channel, worker: Worker) -> None:
