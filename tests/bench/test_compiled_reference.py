@@ -118,3 +118,27 @@ def test_a_reference_with_all_of_them_compiles_on_a_gpu(mode: str, tmp_path: Pat
     options = dataclasses.replace(EvalOptions(**FAST, cache_root=tmp_path / "builds"), device="cuda")
     (trace,) = evaluate(problem, compiled_reference(problem, mode), options)
     assert trace.evaluation.status == Status.PASSED, trace.evaluation.log
+
+
+def test_many_decorated_references_and_many_shapes_are_all_compiled_in_one_process(tmp_path: Path):
+    """Dynamo keeps compiled graphs on the code object it is given and runs every call eagerly, quietly,
+    once that holds 8: the @torch.no_grad() wrapper is one code object for every decorated reference,
+    and a problem timed at more than 8 shapes hits the same limit. Here each of 12 problems' compiled
+    candidates, and one of them at 12 shapes, is traced: a frame compiled at every new call."""
+    from torch._dynamo.utils import counters
+
+    torch._dynamo.reset()
+    frames = lambda: counters["frames"]["ok"]  # noqa: E731
+
+    with torch._dynamo.config.patch(suppress_errors=False):
+        functions = []
+        for index in range(12):
+            problem = problem_of(HEADER + f"@torch.no_grad()\ndef run(x):\n    return x * {index + 2}.0 + 1.0\n", name=f"decorated_{index}")
+            functions.append(built_with_eager_backend(problem, tmp_path))
+            before = frames()
+            assert functions[-1](torch.ones(8, 16)).unique().tolist() == [index + 3.0]
+            assert frames() > before, f"the compiled candidate of problem {index + 1} ran eagerly"
+        for rows in range(1, 13):
+            before = frames()
+            assert functions[0](torch.ones(rows, 16)).shape == (rows, 16)
+            assert frames() > before or rows == 8, f"shape {rows} ran eagerly"  # 8 rows: compiled above

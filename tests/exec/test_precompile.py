@@ -124,3 +124,37 @@ def test_compiling_ahead_is_off_on_a_cpu_and_half_the_cores_on_a_gpu():
 
     assert default_processes("cpu") == 0
     assert default_processes("cuda:0") == max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+CANDIDATE_HITS = """
+import json, sys
+from pathlib import Path
+import torch
+from solbench.bench.builders import build
+from solbench.bench.verify import compiled_reference
+from solbench.data.definition import Definition
+from solbench.data.inputs import generate_inputs
+from solbench.data.problem import Problem
+from solbench.data.workload import Workload
+payload = json.loads(sys.argv[1])
+problem = Problem(Definition.model_validate(payload["definition"]), [Workload.model_validate(w) for w in payload["workloads"]])
+run = build(compiled_reference(problem, "default"), cache_root=Path(sys.argv[2]), device="cpu").function
+run(*generate_inputs(problem, problem.workloads[0], seed=0, trial=0, device="cpu", profile="auto").values())
+print(json.dumps({"hits": torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"]}))
+"""
+
+
+def test_the_compiled_candidate_built_as_its_worker_builds_it_loads_what_was_compiled_ahead(tmp_path: Path):
+    """The compile process compiles the candidate's own module (the entry function and settings that
+    solbench.bench.compile_limits adds), so the candidate's worker finds those graphs in the cache."""
+    cache = tmp_path / "compile-cache"
+    problem = tiny_problem()
+    payload = {"definition": problem.definition.to_json_dict(), "workloads": [w.to_json_dict() for w in problem.workloads], "root": None,
+               "kind": "problem", "profile": None, "synthesize": False, "mode": "default", "device": "cpu", "seed": 0, "input_profile": "auto"}
+    environment = {**__import__("os").environ, **compile_cache_environment(cache)}
+    ahead = subprocess.run([sys.executable, "-c", CACHE_HITS, json.dumps(payload)], capture_output=True, text=True, timeout=600, env=environment)
+    assert ahead.returncode == 0 and json.loads(ahead.stdout.strip().splitlines()[-1])["error"] is None, ahead.stderr
+    built = subprocess.run([sys.executable, "-c", CANDIDATE_HITS, json.dumps(payload), str(tmp_path / "builds")], capture_output=True, text=True,
+                           timeout=600, env=environment)
+    assert built.returncode == 0, built.stderr
+    assert json.loads(built.stdout.strip().splitlines()[-1])["hits"] >= 1  # loaded, not compiled again

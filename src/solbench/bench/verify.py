@@ -66,15 +66,14 @@ class WorkloadCheck:
 
 def compiled_reference(problem: Problem, mode: str) -> Solution:
     """The reference under torch.compile in this mode, as a solution of one file: the reference's own
-    source followed by the compile line. Its functions then belong to the solution's entry module,
+    source followed by the compile lines (solbench.bench.compile_limits: an entry function of its own
+    module, dynamo's recompile limits raised). Its functions then belong to the solution's entry module,
     which stays importable by name in the worker, so torch.compile resolves every global it inlines
     (`@torch.no_grad()` wrappers, module-level helpers, constants, classes, partials); a sibling
     `reference` module would be taken out of sys.modules after the build and fail to import."""
-    source = problem.definition.reference
-    main = (f"{source}{'' if source.endswith(chr(10)) else chr(10)}\n\n"
-            "import torch as _solbench_torch\n\n"
-            "_solbench_reference_run = run\n"
-            f"run = _solbench_torch.compile(_solbench_reference_run, mode={mode!r}, dynamic=False)\n")
+    from solbench.bench.compile_limits import compiled_source
+
+    main = compiled_source(problem.definition.reference, mode)
     return Solution.model_validate({
         "name": f"{problem.name}-compile-{mode}", "definition": problem.name, "author": "torch.compile",
         "description": f"the reference under torch.compile(mode={mode!r})",
@@ -134,6 +133,7 @@ def time_trusted(problem: Problem, options: EvalOptions, compile_modes: Iterable
     the self-check compares two calls on the same inputs for `self_check_trials` input draws."""
     import torch
 
+    from solbench.bench.compile_limits import raise_recompile_limits
     from solbench.bench.correctness import compare_outputs
     from solbench.bench.timing import CacheFlusher, make_gate, make_timer, measure
     from solbench.data.inputs import generate_inputs
@@ -144,6 +144,7 @@ def time_trusted(problem: Problem, options: EvalOptions, compile_modes: Iterable
     flush = CacheFlusher(device)
     gate = make_gate(device)[0] if options.launch_gate and device.startswith("cuda") else None
     eager = reference_module(problem.definition).run
+    raise_recompile_limits()  # every workload's shape compiled, none run eagerly in the compiled form's place
     compiled = {f"compile-{mode}": torch.compile(eager, mode=mode, dynamic=False) for mode in compile_modes}
     names = list(problem.definition.outputs)
     seed = options.seed if options.seed is not None else 0

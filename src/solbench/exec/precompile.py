@@ -161,12 +161,13 @@ class Precompiler:
 
 
 def compile_ahead(payload: dict[str, Any]) -> tuple[float, str | None]:
-    """In a compile process: the reference under torch.compile(mode, dynamic=False), called once on each
-    workload's inputs, as the candidate's worker calls it; (seconds, None) or (seconds, the error's first line)."""
+    """In a compile process: the compiled candidate's module (the reference under torch.compile(mode,
+    dynamic=False)), called once on each workload's inputs, as the candidate's worker calls it; (seconds, None) or (seconds, the error's first line)."""
     started = time.perf_counter()
     try:
         import torch
 
+        from solbench.bench.compile_limits import compiled_source
         from solbench.data.definition import Definition
         from solbench.data.inputs import generate_inputs
         from solbench.data.reference import reference_module
@@ -174,7 +175,9 @@ def compile_ahead(payload: dict[str, Any]) -> tuple[float, str | None]:
         problem = Problem(Definition.model_validate(payload["definition"]), [Workload.model_validate(w) for w in payload["workloads"]],
                           Path(payload["root"]) if payload["root"] else None, kind=payload["kind"], input_profile=payload["profile"],
                           synthesize_missing_blobs=payload["synthesize"])
-        compiled = torch.compile(reference_module(problem.definition).run, mode=payload["mode"], dynamic=False)
+        # the compiled candidate's own module (solbench.bench.compile_limits): the graphs its worker will look up
+        candidate = problem.definition.model_copy(update={"reference": compiled_source(problem.definition.reference, payload["mode"])})
+        compiled = reference_module(candidate).run
         for workload in problem.workloads:
             inputs = generate_inputs(problem, workload, seed=payload["seed"], trial=0, device=payload["device"], profile=payload["input_profile"])
             compiled(*inputs.values())
