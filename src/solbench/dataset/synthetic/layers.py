@@ -12,7 +12,7 @@ from solbench.dataset.source_snippets import NVFP4_DECODE as NVFP4
 from solbench.dataset.synthetic.attention import MAKE_CU_SEQLENS
 from solbench.dataset.synthetic.core import BATCH, SEQ, TOKENS, VAR, Spec, custom, mnk_spec, model_spec, out, scalar, t
 from solbench.dataset.synthetic.models import LLAMA3_8B, LLAMA3_70B, QWEN2_7B, Model
-from solbench.dataset.synthetic.quant import FP4, FP4_AXES, FP4_TOLERANCE, FP8
+from solbench.dataset.synthetic.quant import FP4, FP4_AXES, FP4_TOLERANCE, FP8, QUANT_NVFP4
 from solbench.dataset.synthetic.snippets import GQA_DECODE, PER_SEQUENCE_ATTENTION, RMS_NORM, ROTATE_HALF, SILU_AND_MUL
 
 GLM4_9B = Model("glm4_9b", "THUDM/glm-4-9b-chat", 4096, 32, 2, 128, 13696, 151552, 1.5625e-07, 10000.0, 131072)
@@ -21,16 +21,8 @@ GLM4_9B = Model("glm4_9b", "THUDM/glm-4-9b-chat", 4096, 32, 2, 128, 13696, 15155
 # nearest e2m1 magnitude), as a layer that runs in nvfp4 sees them.
 NVFP4_ROUND = """
 def round_nvfp4(x, global_scale):
-    rows, cols = x.shape
-    blocks = x.to(torch.float32).view(rows, cols // 16, 16)
-    scale = (blocks.abs().amax(dim=-1) / 6.0 * global_scale).clamp(min=2.0 ** -9, max=448.0).to(torch.float8_e4m3fn)
-    scaled = blocks / (scale.to(torch.float32) / global_scale)[..., None]
-    magnitudes = torch.tensor(E2M1[:8], dtype=torch.float32, device=x.device)
-    codes = (scaled.abs()[..., None] - magnitudes).abs().argmin(dim=-1)
-    codes = (codes | ((scaled < 0).long() << 3)).view(rows, cols // 2, 2).to(torch.uint8)
-    packed = (codes[..., 0] | (codes[..., 1] << 4)).view(torch.float4_e2m1fn_x2)
+    packed, scale = quant_nvfp4(x, global_scale)
     return dequant_nvfp4(packed, scale) / global_scale
-
 
 def linear_nvfp4(x, weight, weight_scale, weight_global_scale, act_global_scale):
     w = dequant_nvfp4(weight, weight_scale) * weight_global_scale
@@ -57,7 +49,7 @@ def nvfp4_linear(model: Model, proj: str) -> Spec:
         def run(x, weight, weight_scale, bias, weight_global_scale, act_global_scale):
             y = linear_nvfp4(x, weight, weight_scale, weight_global_scale, act_global_scale)
             return (y + bias.to(torch.float32)).to(torch.bfloat16)
-        """, NVFP4, NVFP4_ROUND,
+        """, NVFP4, QUANT_NVFP4, NVFP4_ROUND,
         axes=FP4_AXES, constraints=["K % 16 == 0"], tolerance=FP4_TOLERANCE,
     )
 
@@ -89,7 +81,7 @@ def nvfp4_mlp(model: Model) -> Spec:
         def run(x, gate_up_weight, gate_up_scale, down_weight, down_scale, weight_global_scale, act_global_scale):
             y = mlp_nvfp4(x, gate_up_weight, gate_up_scale, down_weight, down_scale, weight_global_scale, act_global_scale)
             return y.to(torch.bfloat16)
-        """, NVFP4, NVFP4_ROUND, SILU_AND_MUL, NVFP4_MLP,
+        """, NVFP4, QUANT_NVFP4, NVFP4_ROUND, SILU_AND_MUL, NVFP4_MLP,
         constraints=SIZE_CHECKS,
         grid={"num_tokens": TOKENS, ("hidden_size", "intermediate_size"): [(model.hidden, model.inter)]},
         small={"num_tokens": 16, "hidden_size": 256, "intermediate_size": 512},
@@ -184,7 +176,7 @@ def nvfp4_decoder_layer(model: Model) -> Spec:
             x = rms_norm(h, post_attention_layernorm_weight, eps).reshape(batch * seq, hidden)
             y = mlp_nvfp4(x, gate_up_weight, gate_up_scale, down_weight, down_scale, *scales)
             return h + y.to(torch.bfloat16).view(batch, seq, hidden)
-        """, NVFP4, NVFP4_ROUND, SILU_AND_MUL, NVFP4_MLP, RMS_NORM, ROTATE_HALF, ROPE_FROM_POSITIONS,
+        """, NVFP4, QUANT_NVFP4, NVFP4_ROUND, SILU_AND_MUL, NVFP4_MLP, RMS_NORM, ROTATE_HALF, ROPE_FROM_POSITIONS,
         constraints=[*SIZE_CHECKS, "num_qo_heads % num_kv_heads == 0"],
         grid={"batch_size": [1, 2, 4], "seq_len": [128, 512, 1024, 2048],
               ("hidden_size", "intermediate_size", "num_qo_heads", "num_kv_heads"): [(model.hidden, model.inter, model.heads, model.kv_heads)]},

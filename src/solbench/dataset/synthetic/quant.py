@@ -284,6 +284,25 @@ def nvfp4_w4a16(model: Model, proj: str) -> Spec:
     )
 
 
+# nvfp4 quantisation: per 16 values an fp8 scale (amax / 6, times the global scale), each value the nearest
+# e2m1 code, packed two per byte (low nibble first) as float4_e2m1fn_x2.
+QUANT_NVFP4 = """
+E2M1_MAGNITUDES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def quant_nvfp4(x, global_scale):
+    rows, cols = x.shape
+    blocks = x.to(torch.float32).view(rows, cols // 16, 16)
+    scale = (blocks.abs().amax(dim=-1) / 6.0 * global_scale).clamp(min=2.0 ** -9, max=448.0).to(torch.float8_e4m3fn)
+    scaled = blocks / (scale.to(torch.float32) / global_scale)[..., None]
+    magnitudes = torch.tensor(E2M1_MAGNITUDES, dtype=torch.float32, device=x.device)
+    codes = (scaled.abs()[..., None] - magnitudes).abs().argmin(dim=-1)
+    codes = (codes | ((scaled < 0).long() << 3)).view(rows, cols // 2, 2).to(torch.uint8)
+    packed = codes[..., 0] | (codes[..., 1] << 4)
+    return packed.view(torch.float4_e2m1fn_x2), scale
+"""
+
+
 PACKED_ROWS = {"hidden_half": "hidden_size // 2", "num_blocks": "hidden_size // 16"}
 
 
@@ -316,20 +335,10 @@ def nvfp4_quant(model: Model) -> Spec:
         """
         import torch
 
-        MAGNITUDES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
-
 
         def run(x, global_scale):
-            rows, cols = x.shape
-            blocks = x.to(torch.float32).view(rows, cols // 16, 16)
-            scale = (blocks.abs().amax(dim=-1) / 6.0 * global_scale).clamp(min=2.0 ** -9, max=448.0).to(torch.float8_e4m3fn)
-            scaled = blocks / (scale.to(torch.float32) / global_scale)[..., None]
-            magnitudes = torch.tensor(MAGNITUDES, dtype=torch.float32, device=x.device)
-            codes = (scaled.abs()[..., None] - magnitudes).abs().argmin(dim=-1)
-            codes = (codes | ((scaled < 0).long() << 3)).view(rows, cols // 2, 2).to(torch.uint8)
-            packed = codes[..., 0] | (codes[..., 1] << 4)
-            return packed.view(torch.float4_e2m1fn_x2), scale
-        """,
+            return quant_nvfp4(x, global_scale)
+        """, QUANT_NVFP4,
         axes=PACKED_ROWS, tolerance=FP4_TOLERANCE,
     )
 
