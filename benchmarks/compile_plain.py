@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*:")
 ONE = """
 import json, sys
 from pathlib import Path
@@ -59,8 +61,15 @@ def plain_compile(problem, path: Path, mode: str, device: str, timeout_s: float)
     lines = done.stdout.strip().splitlines()
     if done.returncode == 0 and lines:
         return {"problem": problem.name, **json.loads(lines[-1])}
-    error = (done.stderr.strip().splitlines() or ["no output"])[-1]
-    return {"problem": problem.name, "compiled": False, "detail": error[:200]}
+    return {"problem": problem.name, "compiled": False, "detail": error_line(done.stderr)[:200]}
+
+
+def error_line(stderr: str) -> str:
+    """The last line of `stderr` that names an exception (dynamo ends its errors with hints such as
+    "Set TORCHDYNAMO_VERBOSE=1 ..."), else its last line."""
+    lines = stderr.strip().splitlines() or ["no output"]
+    named = [line for line in lines if EXCEPTION_LINE.match(line)]
+    return (named or lines)[-1]
 
 
 def main() -> int:

@@ -6,7 +6,8 @@ a step took about 4.5 ms of host time, so the call was under 1% of a step's ener
 of two windows was noise. This probe measures the same calls, through solbench.energy.window's windows
 and solbench.energy.reading.per_call, stepped three ways, each --repeats times per problem:
 
-- per-step: as the worker does it now (the blank step: the same without the call);
+- per-step: as the worker did it until 2026-12-07 (the blank step: the same without the call; the worker
+            now makes short calls' inputs ahead of the window: solbench.bench.worker.Worker.energy);
 - batched:  a step generates the fresh inputs of B calls, then runs B x (flush, call) with no
             synchronisation between them, then synchronises once (blank: the same without the calls);
             B is the calls in about --batch-s of GPU time, at most --pool-gib of inputs;

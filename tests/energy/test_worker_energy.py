@@ -90,3 +90,117 @@ def test_a_worker_without_a_counter_answers_with_the_reason(problem, monkeypatch
     workload = problem.workloads[0]
     answer = worker.energy(EnergyRequest(workload=workload, seed=1, dps=False, outputs={}, blob_dir=str(tmp_path)))
     assert answer.note == "energy not measured: because" and answer.loop is None and answer.calls == 0
+
+
+def test_a_step_of_several_calls_gives_each_its_fresh_inputs_and_the_energy_per_call(problem, monkeypatch, tmp_path: Path):
+    counter = SteppedCounter(120.0, period_s=0.02, clock=time.monotonic)
+    worker = make_worker(problem, monkeypatch, counter)
+    workload = problem.workloads[0]
+    request = EnergyRequest(workload=workload, seed=5, dps=False, check=[2, 9], outputs={"y": OutputSpec(shape=[workload.axes["N"]], dtype="float32")},
+                            blob_dir=str(tmp_path), window_s=0.1, idle_s=0.05, min_calls=10, batch=4)
+    before, started = counter.read_mj(), time.monotonic()
+    answer = worker.energy(request)
+    elapsed, after = time.monotonic() - started, counter.read_mj()
+    assert answer.batch == 4 and answer.calls == 4 * answer.loop.steps >= 12  # 10 calls at least, in whole steps
+    assert len(set(worker.seen)) == len(worker.seen) == answer.calls  # every call of every step on its own fresh inputs
+    last = answer.calls - 1
+    assert set(answer.checked) == {"2", "9", str(last)}
+    for index in (2, 9, last):  # calls inside a step come back with their own outputs
+        x, alpha = generate_inputs(problem, workload, seed=5, trial=index).values()
+        assert torch.equal(read_blob(answer.checked[str(index)]["y"], tmp_path), x * alpha)
+    assert energy.check_answer(answer, before, after, elapsed, 700.0, batch=4) is None
+    assert "not the 1 asked for" in energy.check_answer(answer, before, after, elapsed, 700.0, batch=1)
+    claimed = answer.model_copy(update={"calls": answer.loop.steps})  # one call per step claimed for steps of 4
+    assert "steps for" in energy.check_answer(claimed, before, after, elapsed, 700.0, batch=4)
+    recorded, _ = energy.record(answer, None, None)
+    idle, blank, loop, blank_after = energy.windows_of(answer)
+    per_step_blank = (blank.per_step_j + blank_after.per_step_j) / 2
+    assert recorded.calls_per_step == 4 and recorded.calls == answer.calls
+    assert recorded.overhead_j == pytest.approx(per_step_blank / 4)
+    assert recorded.joules == pytest.approx((loop.joules / loop.covered_steps - per_step_blank) / 4)
+
+
+@pytest.mark.parametrize("latency_s, bytes_per_call, expected", [
+    (None, 1000, 1),  # not timed: one call per step
+    (0.5, 1000, 1),  # long calls: one per step, as before
+    (energy.STEP_CALLS_S / 2, 1000, 2),
+    (20e-6, 1000, int(energy.STEP_CALLS_S / 20e-6)),  # 20 us calls: 100 per step
+    (20e-6, energy.BATCH_BYTES // 3, 3),  # bounded by the memory their inputs and outputs take
+    (1e-9, 1, 1024),  # and by the request's limit
+])
+def test_the_calls_per_step_come_from_the_calls_time_and_size(latency_s, bytes_per_call, expected):
+    assert energy.batch_size(latency_s, bytes_per_call) == expected
+
+
+def test_short_calls_get_their_inputs_made_ahead_of_the_window_each_fresh_and_read_once(problem, monkeypatch, tmp_path: Path):
+    counter = SteppedCounter(120.0, period_s=0.02, clock=time.monotonic)
+    worker = make_worker(problem, monkeypatch, counter)
+    made: list[int] = []
+    inputs = worker._inputs
+    monkeypatch.setattr(worker, "_inputs", lambda workload, seed, trial: made.append(trial) or inputs(workload, seed, trial))
+    workload = problem.workloads[0]
+    request = EnergyRequest(workload=workload, seed=7, dps=False, check=[3], outputs={"y": OutputSpec(shape=[workload.axes["N"]], dtype="float32")},
+                            blob_dir=str(tmp_path), window_s=0.1, idle_s=0.05, min_calls=10, batch=4, pool_bytes=2**30)
+    before, started = counter.read_mj(), time.monotonic()
+    answer = worker.energy(request)
+    elapsed, after = time.monotonic() - started, counter.read_mj()
+    assert answer.note is None and 12 <= answer.calls <= answer.inputs_ahead and answer.calls == 4 * answer.loop.steps
+    calibration = 2 * 4  # two steps of calls on blank trial numbers size the pool
+    assert len(set(worker.seen)) == len(worker.seen) == answer.calls + calibration  # every call on inputs of its own
+    assert sorted(trial for trial in made if trial >= 0) == list(range(answer.inputs_ahead))  # made once each, ahead
+    assert made.index(0) > max(index for index, trial in enumerate(made) if trial < 0)  # no blank step makes inputs in this mode
+    last = answer.calls - 1
+    assert set(answer.checked) == {"3", str(last)}
+    for index in (3, last):
+        x, alpha = generate_inputs(problem, workload, seed=7, trial=index).values()
+        assert torch.equal(read_blob(answer.checked[str(index)]["y"], tmp_path), x * alpha)
+    assert energy.check_answer(answer, before, after, elapsed, 700.0, batch=4) is None
+    overdrawn = answer.model_copy(update={"inputs_ahead": answer.calls - 4})  # more calls than inputs made for them
+    assert "inputs of" in energy.check_answer(overdrawn, before, after, elapsed, 700.0, batch=4)
+    recorded, _ = energy.record(answer, None, None)
+    idle, blank, loop, blank_after = energy.windows_of(answer)
+    assert recorded.inputs_ahead is True and recorded.calls_per_step == 4
+    assert recorded.joules == pytest.approx((loop.joules / loop.covered_steps - (blank.per_step_j + blank_after.per_step_j) / 2) / 4)
+
+
+def test_inputs_that_would_not_fit_in_the_pool_are_made_in_each_step(problem, monkeypatch, tmp_path: Path):
+    counter = SteppedCounter(120.0, period_s=0.02, clock=time.monotonic)
+    worker = make_worker(problem, monkeypatch, counter)
+    workload = problem.workloads[0]
+    request = EnergyRequest(workload=workload, seed=7, dps=False, outputs={"y": OutputSpec(shape=[workload.axes["N"]], dtype="float32")},
+                            blob_dir=str(tmp_path), window_s=0.1, idle_s=0.05, min_calls=10, batch=2, pool_bytes=1024)
+    answer = worker.energy(request)
+    assert answer.note is None and answer.inputs_ahead == 0 and answer.calls == 2 * answer.loop.steps >= 10
+    assert energy.record(answer, None, None)[0].inputs_ahead is False
+
+
+@pytest.mark.parametrize("pool_bytes", [0, 2**30], ids=["per-step", "made-ahead"])
+def test_both_ways_of_making_inputs_give_the_joules_of_one_call(problem, monkeypatch, tmp_path: Path, pool_bytes: int):
+    """A counter whose power rises by CALL_W while a call runs (BASE_W always): joules per call are the
+    call's own power and the static power over its time, within 25%, whichever way its inputs are made."""
+    base_w, call_w, call_s = 50.0, 500.0, 0.002
+    started, calls = time.monotonic(), []
+
+    class BusyCounter:
+        def read_mj(self) -> int:
+            update = int((time.monotonic() - started) / 0.02) * 0.02
+            busy = sum(max(0.0, min(end, update) - begin) for begin, end in list(calls))
+            return int(round((base_w * update + call_w * busy) * 1e3))
+
+    worker = make_worker(problem, monkeypatch, BusyCounter())
+
+    def run(x, alpha):
+        began = time.monotonic() - started
+        time.sleep(call_s)
+        calls.append((began, time.monotonic() - started))
+        return x * alpha
+
+    worker.function = run
+    workload = problem.workloads[0]
+    request = EnergyRequest(workload=workload, seed=2, dps=False, outputs={"y": OutputSpec(shape=[workload.axes["N"]], dtype="float32")},
+                            blob_dir=str(tmp_path), window_s=0.2, idle_s=0.05, min_calls=10, batch=4, pool_bytes=pool_bytes)
+    answer = worker.energy(request)
+    assert (answer.inputs_ahead > 0) == (pool_bytes > 0)
+    recorded, _ = energy.record(answer, None, None)
+    mean_call_s = sum(end - begin for begin, end in calls) / len(calls)
+    assert recorded.joules == pytest.approx((base_w + call_w) * mean_call_s, rel=0.25)

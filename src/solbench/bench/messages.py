@@ -18,6 +18,7 @@ from solbench.data.workload import Workload
 Described = dict[str, Any]  # a blob, CUDA IPC, scalar or unsupported-type description (checked where it is mapped)
 Seconds = dict[str, float]
 ALIAS_MARK = "<-"  # aliased_outputs entries are "OUTPUT<-INPUT": that output shares memory with that input
+MAX_ENERGY_BATCH = 1024  # calls per step of an energy window, at most
 
 
 class Message(BaseModel):
@@ -117,6 +118,8 @@ class EnergyRequest(CallsRequest):
     window_s: float = Field(default=1.0, gt=0, le=60)
     idle_s: float = Field(default=0.3, gt=0, le=60)
     min_calls: int = Field(default=1, ge=1, le=1000)
+    batch: int = Field(default=1, ge=1, le=MAX_ENERGY_BATCH)  # calls per step (solbench.energy.evaluate.batch_size)
+    pool_bytes: int = Field(default=0, ge=0)  # the most the inputs and outputs made ahead of the window of calls may take (0: per step)
     timer: str = "auto"
 
 
@@ -196,6 +199,8 @@ class EnergyAnswer(Answer):
     loop: EnergyWindow | None = None
     blank_after: EnergyWindow | None = None  # the blank steps again after the calls (the power's drift)
     calls: int = Field(default=0, ge=0)
+    batch: int = Field(default=1, ge=1, le=MAX_ENERGY_BATCH)  # calls per step of the window of calls
+    inputs_ahead: int = Field(default=0, ge=0)  # calls whose inputs were made before the window of calls (0: per step)
     checked: dict[str, dict[str, Described]] = Field(default_factory=dict)
     aliased_outputs: list[str] = Field(default_factory=list)
 

@@ -378,10 +378,10 @@ class EvaluationRun:
             performance.sol_ms, performance.sol_roofline_ms = times.sol_ms, times.roofline_ms
             performance.sol_floor_ms, performance.sol_floor_applied = times.floor_ms, times.floor_applied
         if options.energy:
-            performance.energy = self._energy(workload, deadline, log)
+            performance.energy = self._energy(workload, deadline, log, performance.latency_ms)
         return performance, verified
 
-    def _energy(self, workload: Workload, deadline: float, log: list[str]) -> Energy:
+    def _energy(self, workload: Workload, deadline: float, log: list[str], latency_ms: float | None = None) -> Energy:
         """Energy per call after timing (solbench.energy), in the same worker and with the same fresh inputs and
         L2 flush as timed calls, the device held alone: the worker measures its windows on the GPU's counter,
         this process reads the same counter around the request and checks the windows against it, and the
@@ -397,9 +397,10 @@ class EvaluationRun:
         seed = chooser.randrange(2**31)
         check = sorted(chooser.sample(range(energy.CHECK_SPAN), min(self._checkable_calls(workload), energy.CHECKED_CALLS)))
         group = self.workers.group()
+        batch = energy.batch_size(latency_ms / 1e3 if latency_ms else None, self._call_bytes(workload))
         request = EnergyRequest(workload=workload, seed=seed, dps=self.solution.spec.destination_passing_style, check=check,
                                 outputs=self._output_specs(workload), blob_dir=str(self.session.root), window_s=self.options.energy_window_s,
-                                idle_s=self.options.energy_idle_s, min_calls=energy.CHECK_SPAN, timer=self.options.timer, group=group)
+                                idle_s=self.options.energy_idle_s, min_calls=energy.CHECK_SPAN, batch=batch, pool_bytes=energy.AHEAD_BYTES, timer=self.options.timer, group=group)
         with self.phases("energy"), timed_section():
             before, started = counter.read_mj(), time.monotonic()
             answer = self.workers.ask_solution(request, deadline, EnergyAnswer)
@@ -411,7 +412,7 @@ class EvaluationRun:
             log.append(f"note [energy]: {note}")
             return Energy(note=note)
         verdicts.precision_flags(answer.precision_changes, self.workers.initial_precision, self.policy, "while its energy was measured", log)
-        finding = energy.check_answer(answer, before, after, elapsed, counter.power_limit_w)
+        finding = energy.check_answer(answer, before, after, elapsed, counter.power_limit_w, batch)
         if finding:
             raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [energy-counter]: the worker's energy readings cannot be true: {finding}")
         with self.phases("verify"), device_shared():
@@ -426,13 +427,21 @@ class EvaluationRun:
         log += lines
         return recorded
 
+    def _output_bytes(self, workload: Workload) -> int:
+        axes = self.problem.axes(workload)
+        return sum(spec.dtype.storage_bytes(math.prod(spec.resolve_shape(axes)) if spec.shape is not None else 1)
+                   for spec in self.problem.definition.outputs.values())
+
+    def _call_bytes(self, workload: Workload) -> int:
+        """A call's fresh inputs and its outputs, in bytes."""
+        from solbench.sol.capture import input_bytes
+
+        return input_bytes(self.problem, workload, self.problem.axes(workload)) + self._output_bytes(workload)
+
     def _checkable_calls(self, workload: Workload) -> int:
         """verify_timed, fewer where the outputs kept for checking would take more than
         KEPT_OUTPUTS_BYTES of the device (the last call's outputs are always checked)."""
-        axes = self.problem.axes(workload)
-        one_call = sum(spec.dtype.storage_bytes(math.prod(spec.resolve_shape(axes)) if spec.shape is not None else 1)
-                       for spec in self.problem.definition.outputs.values())
-        return min(self.options.verify_timed, max(0, KEPT_OUTPUTS_BYTES // max(1, one_call) - 1))
+        return min(self.options.verify_timed, max(0, KEPT_OUTPUTS_BYTES // max(1, self._output_bytes(workload)) - 1))
 
     def _verify_timed_calls(self, workload: Workload, seed: int, check: list[int], timed: TimeAnswer, deadline: float, log: list[str]) -> int:
         wanted = verdicts.timed_calls_handed_back(timed, check)

@@ -15,11 +15,12 @@ the span read 199 us against the GEMM's 176 us.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 
 @dataclass
@@ -228,6 +229,23 @@ class CuptiTimer:
         last = max(e for _, e in inside)
         self.outlived_ms = max(0, last - joined) / 1e6
         return (last - min(s for s, _ in inside)) / 1e6
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """No activity recorded inside: CUPTI's records cost host time at every launch, which energy
+        windows would count as the calls' (static power over it) while their blank steps pay less of it."""
+        import torch
+
+        torch.cuda.synchronize()
+        for kind in self._kinds:
+            self._cupti.activity_disable(kind)
+        self._cupti.activity_flush_all(1)
+        self._records.clear()
+        try:
+            yield
+        finally:
+            for kind in self._kinds:
+                self._cupti.activity_enable(kind)
 
     def close(self) -> None:
         for kind in self._kinds:

@@ -16,6 +16,8 @@ checked too.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import math
 import os
 import sys
 import time as clock
@@ -243,58 +245,144 @@ class Worker:
                           calls=state["index"] + 1, aliased_outputs=sorted(aliased), ungated_times_ms=ungated)
 
     def energy(self, request: EnergyRequest) -> EnergyAnswer:
-        """Energy of the timed calls (solbench.energy.window): idle power, then a window of their setup
-        alone (fresh inputs, outputs allocated, L2 flush, synchronised), then a window of the same steps
-        with the call (each synchronised: no work of a call outlives its step), then the setup alone again. The outputs of the calls
-        in `check` and of the last call come back, to be compared as timed calls' are."""
+        """Energy of the timed calls (solbench.energy.window): idle power, then a window of the calls' setup
+        alone, then a window of steps of `request.batch` calls each (one synchronisation per step: no work
+        of a call outlives its step), then the setup alone again. Every call has fresh inputs of its own
+        trial number and reads them from beyond the L2, as a timed call does, in one of two ways:
+
+        - made ahead (where they fit in `request.pool_bytes` and are made within POOL_MAKING_S): the inputs
+          of every call of the window are generated before it, the L2 flushed once, and each call is the
+          first to read its inputs; a blank step is a synchronisation alone. The windows then hold the calls
+          and little else, which short calls need: generating inputs and flushing the L2 for each call
+          cost many times a call of a few microseconds, and the difference of two windows of mostly that
+          work is noise (H100, 2026-12-06: a 5 us call read at -1.7 J per call, CV 150%);
+        - per step: each step generates its calls' inputs, then runs each call behind its own L2 flush (a
+          single call flushed and synchronised before it, as in timing); a blank step is the same without
+          the calls.
+
+        The outputs of the calls in `check` and of the last call come back, to be compared as timed calls' are."""
         self._ensure_timer(request.timer, False)
         counter, note = energy_counter.open_counter(self.device)
         if counter is None:
             return EnergyAnswer(note=note)
-        workload, dps, seed = request.workload, request.dps, request.seed
+        workload, dps, seed, batch = request.workload, request.dps, request.seed, request.batch
         check = set(request.check)
-        state: dict[str, Any] = {"index": -1, "blank": 0, "results": None, "arguments": None, "allocated": None}
+        min_steps = -(-max(request.min_calls, max(check, default=-1) + 1) // batch)
+        state: dict[str, Any] = {"index": -1, "blank": 0, "finished": []}  # finished: (index, results, arguments, allocated) of the last step
         kept: dict[int, dict[str, Any]] = {}
         aliased: set[str] = set()
+        ahead: list[tuple[list[Any], dict[str, Any] | None] | None] = []  # inputs and outputs made ahead, by call index
 
-        def keep_finished_call() -> None:
-            if state["index"] in check and state["results"] is not None:
-                _admit_outputs(state["results"])
-                self._reject_bad_outputs(state["results"], state["allocated"])
-                aliased.update(self._aliased(state["results"], state["arguments"]))
-                kept[state["index"]] = {name: self._fresh(value) for name, value in state["results"].items()}
+        def one_set(trial: int) -> tuple[list[Any], dict[str, Any] | None]:
+            return self._inputs(workload, seed, trial), self._allocate_outputs(request.outputs) if dps else None
 
-        def blank_step() -> None:  # what a call's step costs besides the call (trial numbers no call ever sees)
+        def blank_set() -> tuple[list[Any], dict[str, Any] | None]:  # trial numbers no checked call ever sees
             state["blank"] += 1
-            arguments = self._inputs(workload, seed, -state["blank"])
-            outputs = self._allocate_outputs(request.outputs) if dps else None
-            self.flusher()
+            return one_set(-state["blank"])
+
+        def keep_finished_calls() -> None:
+            for index, results, arguments, allocated in state["finished"]:
+                if index in check and results is not None:
+                    _admit_outputs(results)
+                    self._reject_bad_outputs(results, allocated)
+                    aliased.update(self._aliased(results, arguments))
+                    kept[index] = {name: self._fresh(value) for name, value in results.items()}
+            state["finished"] = []
+
+        def call(arguments: list[Any], outputs: dict[str, Any] | None) -> None:
+            state["index"] += 1
+            state["finished"].append((state["index"], self._call(arguments, outputs, dps), arguments, _pointers(outputs)))
+
+        def blank_step() -> None:
+            sets = [blank_set() for _ in range(batch)]
+            for _ in sets:
+                self.flusher()
             self._synchronize()
-            del arguments, outputs
+            del sets
 
         def call_step() -> None:
-            keep_finished_call()
-            state["index"] += 1
-            arguments = self._inputs(workload, seed, state["index"])
-            outputs = self._allocate_outputs(request.outputs) if dps else None
-            state.update(results=None, arguments=arguments, allocated=_pointers(outputs))
-            self.flusher()
-            self._synchronize()
-            state["results"] = self._call(arguments, outputs, dps)
+            keep_finished_calls()
+            sets = [one_set(state["index"] + 1 + offset) for offset in range(batch)]
+            for arguments, outputs in sets:
+                self.flusher()
+                if batch == 1:
+                    self._synchronize()
+                call(arguments, outputs)
             self._synchronize()
 
+        def blank_step_ahead() -> None:
+            self._synchronize()
+
+        def call_step_ahead() -> None:
+            keep_finished_calls()
+            first = state["index"] + 1
+            if first + batch > len(ahead):
+                raise energy_window.CounterStuck(f"the counter did not update within the {len(ahead)} calls whose inputs were made ahead")
+            for index in range(first, first + batch):
+                arguments, outputs = ahead[index]  # type: ignore[misc]
+                ahead[index] = None  # the step keeps its own references until its outputs are checked
+                call(arguments, outputs)
+            self._synchronize()
+
+        def make_ahead(calls: int) -> Callable[[], None]:
+            def make() -> None:
+                ahead.extend(one_set(index) for index in range(calls))
+                self.flusher()
+                self._synchronize()
+            return make
+
         try:
-            readings = energy_window.measure(counter, blank_step, call_step, request.window_s, request.idle_s,
-                                             min_calls=max(request.min_calls, max(check, default=-1) + 1))
+            with getattr(self.timer, "paused", contextlib.nullcontext)():  # CUPTI records nothing while the windows run
+                calls_ahead, window_s = self._calls_made_ahead(request, min_steps, blank_set) if request.pool_bytes > 0 else (0, 0.0)
+                if calls_ahead:
+                    readings = energy_window.measure(counter, blank_step_ahead, call_step_ahead, window_s, request.idle_s,
+                                                     min_calls=min_steps, before_calls=make_ahead(calls_ahead))
+                else:
+                    readings = energy_window.measure(counter, blank_step, call_step, request.window_s, request.idle_s, min_calls=min_steps)
         except energy_window.CounterStuck as exc:
             return EnergyAnswer(note=f"energy not measured: {exc}")
+        ahead.clear()
         check.add(state["index"])  # the last call is always checked
-        keep_finished_call()
+        keep_finished_calls()
         self._synchronize()
         checked = {str(index): {name: self._describe(value, os.path.join(request.blob_dir, f"nrg-{index}-{name}-{uuid.uuid4().hex[:8]}.bin"), request)
                                 for name, value in results.items()} for index, results in sorted(kept.items())}
         windows = {name: EnergyWindow(**getattr(readings, name).to_json()) for name in ("idle", "blank", "loop", "blank_after")}
-        return EnergyAnswer(**windows, calls=state["index"] + 1, checked=checked, aliased_outputs=sorted(aliased))
+        return EnergyAnswer(**windows, calls=state["index"] + 1, batch=batch, inputs_ahead=calls_ahead, checked=checked,
+                            aliased_outputs=sorted(aliased))
+
+    def _calls_made_ahead(self, request: EnergyRequest, min_steps: int, blank_set: Callable[[], Any]) -> tuple[int, float]:
+        """How many calls' inputs the window of calls makes ahead, and the windows' length (0: inputs per
+        step instead). From steps of calls timed on blank trial numbers: the calls that fit in
+        `request.pool_bytes` and are made within AHEAD_MAKING_S, and the window they can fill (the
+        request's, or shorter down to AHEAD_MIN_WINDOW_S), with AHEAD_STEPS_FACTOR x (window +
+        AHEAD_EXTRA_S) of steps for the wait for the counter's last update."""
+        batch = request.batch
+        sets = [blank_set() for _ in range(batch)]
+        self._synchronize()
+        started = clock.perf_counter()
+        sets += [blank_set() for _ in range(batch)]
+        self._synchronize()
+        making_s = (clock.perf_counter() - started) / batch
+        size = sum(value.nbytes for value in [*sets[0][0], *(sets[0][1] or {}).values()] if isinstance(value, self.torch.Tensor))
+        self.flusher()
+        self._synchronize()
+        for arguments, outputs in sets[:batch]:  # a step to warm up after the flush, then one timed
+            self._call(arguments, outputs, request.dps)
+        self._synchronize()
+        started = clock.perf_counter()
+        for arguments, outputs in sets[batch:]:
+            self._call(arguments, outputs, request.dps)
+        self._synchronize()
+        step_s = max(clock.perf_counter() - started, 1e-6)
+        del sets
+        most_calls = min(request.pool_bytes // max(size, 1), int(energy_window.AHEAD_MAKING_S / max(making_s, 1e-9)))
+        fits_s = (most_calls // batch) * step_s / energy_window.AHEAD_STEPS_FACTOR - energy_window.AHEAD_EXTRA_S
+        window_s = min(request.window_s, fits_s)
+        if window_s < min(request.window_s, energy_window.AHEAD_MIN_WINDOW_S):
+            return 0, 0.0
+        steps = max(min_steps, math.ceil(energy_window.AHEAD_STEPS_FACTOR * (window_s + energy_window.AHEAD_EXTRA_S) / step_s))
+        return min(steps * batch, most_calls // batch * batch), window_s
 
     # --- the call and its checks -----------------------------------------------------------------
 

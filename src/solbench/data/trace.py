@@ -45,7 +45,9 @@ class Energy(SpecModel):
     idle_power_w: float | None = None  # measured just before, with nothing running
     window_s: float | None = None  # the window of calls, aligned to the counter's updates
     calls: int | None = None  # calls in that window
-    overhead_j: float | None = None  # per step of the blank window (fresh inputs, L2 flush): subtracted
+    calls_per_step: int | None = None  # calls run back to back in each step of the windows (solbench.energy.evaluate.batch_size)
+    inputs_ahead: bool | None = None  # the window's inputs were made before it (True) or in each of its steps (solbench.bench.worker.Worker.energy)
+    overhead_j: float | None = None  # per call, of the blank window's steps (per step: fresh inputs, L2 flush; made ahead: a synchronisation): subtracted
     resolution_j: float | None = None  # the windows' boundary error per call
     method: str | None = None  # nvml-total-energy
     note: str | None = None  # why energy or E_SOL is missing, where it is

@@ -4,6 +4,7 @@ and the trace's Energy record."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from solbench.data.trace import Energy
@@ -14,6 +15,24 @@ from solbench.energy.window import Window
 
 CHECK_SPAN = 10  # the calls among which the checked ones are drawn; the window makes at least this many
 CHECKED_CALLS = 2  # calls of the window (besides the last) whose outputs are compared with the reference's
+STEP_CALLS_S = 0.002  # a step holds calls of about this much GPU time together (at least one call)
+BATCH_BYTES = 256 * 2**20  # and at most this much of their fresh inputs and outputs
+AHEAD_BYTES = 2 * 2**30  # the most the inputs and outputs made ahead of a window of calls may take on the device
+
+
+def batch_size(latency_s: float | None, bytes_per_call: int) -> int:
+    """Calls per step of the energy window. A step's host work (its synchronisation, launches and the
+    Python around them) runs at the GPU's static power and is only subtracted, not removed: for a call of
+    a few microseconds it is most of the step, and the difference of the two windows is noise (2026-12-04,
+    H200: a 20 us call read at 12-88 mJ, CV 53%). Calls of a step run back to back, each behind its own
+    flush, so the host's share shrinks with the calls per step."""
+    from solbench.bench.messages import MAX_ENERGY_BATCH
+
+    if not latency_s or latency_s <= 0:
+        return 1
+    by_time = int(STEP_CALLS_S / latency_s)
+    by_memory = BATCH_BYTES // max(1, bytes_per_call)
+    return max(1, min(by_time, by_memory, MAX_ENERGY_BATCH))
 
 
 def windows_of(answer: Any) -> list[Window]:
@@ -22,10 +41,14 @@ def windows_of(answer: Any) -> list[Window]:
             for w in (answer.idle, answer.blank, answer.loop, answer.blank_after) if w is not None]
 
 
-def check_answer(answer: Any, before_mj: int, after_mj: int, elapsed_s: float, power_limit_w: float | None) -> str | None:
-    """Why the worker's answer cannot be a true measurement (the finding), or None."""
-    if answer.calls < 1 or answer.loop.steps != answer.calls:
-        return f"the window of calls reports {answer.loop.steps} steps for {answer.calls} calls"
+def check_answer(answer: Any, before_mj: int, after_mj: int, elapsed_s: float, power_limit_w: float | None, batch: int = 1) -> str | None:
+    """Why the worker's answer cannot be a true measurement (the finding), or None (`batch`: the calls per step asked for)."""
+    if answer.batch != batch:
+        return f"the answer was measured with {answer.batch} calls per step, not the {batch} asked for"
+    if answer.calls < 1 or answer.loop.steps * batch != answer.calls:
+        return f"the window of calls reports {answer.loop.steps} steps for {answer.calls} calls ({batch} per step asked for)"
+    if answer.inputs_ahead and answer.calls > answer.inputs_ahead:
+        return f"the window of calls reports {answer.calls} calls on the inputs of {answer.inputs_ahead} calls made ahead"
     if answer.blank_after is None:
         return "the answer has no second window of the calls' setup (the worker measures it after the calls)"
     for name in ("blank", "loop", "blank_after"):
@@ -54,10 +77,13 @@ def sol_energy(problem: Any, workload: Any, spec: Any, policy: str, captures: An
 
 def record(answer: Any, sol_j: float | None, sol_note: str | None) -> tuple[Energy, list[str]]:
     """The trace's Energy of a checked answer, and the log lines it calls for."""
-    reading = per_call(*windows_of(answer))
+    step = per_call(*windows_of(answer))  # per step of `answer.batch` calls
+    reading = dataclasses.replace(step, joules=step.joules / answer.batch, overhead_j=step.overhead_j / answer.batch,
+                                  resolution_j=step.resolution_j / answer.batch, calls=answer.calls)
     energy = Energy(joules=reading.joules, sol_j=sol_j, mean_power_w=reading.mean_power_w, idle_power_w=reading.idle_power_w,
-                    window_s=reading.window_s, calls=reading.calls, overhead_j=reading.overhead_j, resolution_j=reading.resolution_j,
-                    method=METHOD)
+                    window_s=reading.window_s, calls=reading.calls, calls_per_step=answer.batch, inputs_ahead=answer.inputs_ahead > 0,
+                    overhead_j=reading.overhead_j,
+                    resolution_j=reading.resolution_j, method=METHOD)
     lines = []
     if sol_note:
         energy.note = sol_note

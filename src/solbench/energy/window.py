@@ -35,6 +35,13 @@ from typing import Any, Callable
 
 POLL_S = 0.0005  # between the poller's readings: an update's time is known to about half of this
 UPDATE_TIMEOUT_S = 2.0  # the counter must advance within this (it updates about every 0.1 s)
+# Inputs made ahead of a window of calls (solbench.bench.worker.Worker.energy): at most this long to make
+# them, enough for this factor x (window + the extra) of steps (the window's end waits for an update,
+# about 0.1 s apart), and not for a window shorter than the minimum (per-step inputs then).
+AHEAD_MAKING_S = 5.0
+AHEAD_STEPS_FACTOR = 1.2
+AHEAD_EXTRA_S = 0.15
+AHEAD_MIN_WINDOW_S = 0.2
 
 
 class CounterStuck(RuntimeError):
@@ -195,12 +202,16 @@ class Readings:
 
 
 def measure(counter: Any, blank_step: Callable[[], None], call_step: Callable[[], None], window_s: float, idle_s: float,
-            min_calls: int = 1, clock: Clock = time.monotonic, poll_s: float = POLL_S) -> Readings:
+            min_calls: int = 1, clock: Clock = time.monotonic, poll_s: float = POLL_S,
+            before_calls: Callable[[], None] | None = None) -> Readings:
     """Idle power just before, then the blank window, the window of calls and the blank window again (no
     call of the solution runs before the first blank window ends; the second shows how far the power of
-    the same steps moved while the calls ran, and their mean is what is subtracted)."""
+    the same steps moved while the calls ran, and their mean is what is subtracted). `before_calls` runs
+    between the first blank window and the window of calls, inside neither (the calls' inputs made ahead)."""
     idle = idle_window(counter, idle_s, clock, poll_s)
     blank = loop_window(counter, blank_step, window_s, 1, clock, poll_s)
+    if before_calls is not None:
+        before_calls()
     loop = loop_window(counter, call_step, window_s, min_calls, clock, poll_s)
     after = loop_window(counter, blank_step, window_s, 1, clock, poll_s)
     return Readings(idle, blank, loop, after)
