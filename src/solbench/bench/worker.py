@@ -250,7 +250,7 @@ class Worker:
         of a call outlives its step), then the setup alone again. Every call has fresh inputs of its own
         trial number and reads them from beyond the L2, as a timed call does, in one of two ways:
 
-        - made ahead (where they fit in `request.pool_bytes` and are made within POOL_MAKING_S): the inputs
+        - made ahead (where they fit in `request.pool_bytes` and are made within AHEAD_MAKING_S): the inputs
           of every call of the window are generated before it, the L2 flushed once, and each call is the
           first to read its inputs; a blank step is a synchronisation alone. The windows then hold the calls
           and little else, which short calls need: generating inputs and flushing the L2 for each call
