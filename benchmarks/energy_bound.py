@@ -94,7 +94,8 @@ def candidate_rows(baselines: Path, problems: dict[str, Any]) -> list[dict[str, 
                          "status": trace.evaluation.status.value, "latency_ms": performance.latency_ms, "sol_ms": performance.sol_ms,
                          "joules": energy.joules, "sol_j": energy.sol_j, "ratio": ratio, "mean_power_w": energy.mean_power_w,
                          "idle_power_w": energy.idle_power_w, "window_s": energy.window_s, "calls": energy.calls,
-                         "overhead_j": energy.overhead_j, "resolution_j": energy.resolution_j, "note": energy.note})
+                         "overhead_j": energy.overhead_j, "resolution_j": energy.resolution_j, "calls_per_step": energy.calls_per_step,
+                         "inputs_ahead": energy.inputs_ahead, "note": energy.note})
     return rows
 
 
@@ -148,6 +149,8 @@ def text_of(result: dict[str, Any]) -> str:
         lines.append(f"{row['problem']}/{row['workload'][:8]} {row['candidate']}: {row['status']} T {row['latency_ms'] or 0:.4g} ms, "
                      f"E {row['joules'] if row['joules'] is not None else float('nan'):.4g} J, E_SOL {row['sol_j'] if row['sol_j'] else float('nan'):.4g} J, "
                      f"ratio {row['ratio'] if row['ratio'] is not None else float('nan'):.3f}, {row['mean_power_w'] or 0:.0f} W"
+                     + (f", {row['calls']} calls, {row.get('calls_per_step') or 1} per step, inputs {'made ahead' if row.get('inputs_ahead') else 'per step'}"
+                        if row.get("calls") else "")
                      + (f"; {row['note']}" if row["note"] else ""))
     repeat = result.get("repeat")
     if repeat:

@@ -27,7 +27,7 @@ def bench() -> ModuleType:
 def row(problem: str, op: str, workload: str, candidate: str, joules: float, sol_j: float, status: str = "PASSED") -> dict:
     return {"problem": problem, "op_class": op, "candidate": candidate, "workload": workload, "status": status, "latency_ms": 0.1, "sol_ms": 0.05,
             "joules": joules, "sol_j": sol_j, "ratio": joules / sol_j, "mean_power_w": 400.0, "idle_power_w": 85.0, "window_s": 1.0, "calls": 900,
-            "overhead_j": 0.01, "resolution_j": 1e-6, "note": None}
+            "overhead_j": 0.01, "resolution_j": 1e-6, "calls_per_step": 1, "inputs_ahead": False, "note": None}
 
 
 def test_per_class_takes_each_workloads_least_energy_candidate(bench: ModuleType):
@@ -38,6 +38,10 @@ def test_per_class_takes_each_workloads_least_energy_candidate(bench: ModuleType
     text = bench.text_of({"hardware": "H200-calibrated", "rows": rows, "violations": [rows[3]], "run_exit_code": 0, "wall_s": 12.0, "per_class": table,
                           "repeat": {"problem": "a", "workload": "w1", "repeats": 3, "joules": [1.0, 1.1, 0.9], "spread": 0.2, "cv": 0.1, "notes": []}})
     assert "gemm" in text and "VIOLATION b/w1" in text and "spread (max-min)/median 20.00%" in text
+    assert "a/w1 eager: PASSED T 0.1 ms, E 3 J, E_SOL 1 J, ratio 3.000, 400 W, 900 calls, 1 per step, inputs per step" in text
+    short = {**row("c", "norm", "w3", "eager", 2.0, 1.0), "calls_per_step": 400, "inputs_ahead": True}
+    assert "900 calls, 400 per step, inputs made ahead" in bench.text_of({"hardware": None, "rows": [short], "violations": [], "run_exit_code": 0,
+                                                                           "wall_s": 1.0, "per_class": {}, "repeat": None})
 
 
 def test_the_benchmark_on_a_cpu_says_why_nothing_was_measured(bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
