@@ -18,6 +18,8 @@ compiled candidate runs them in the evaluator's worker, which may not import sol
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 # Run with `_solbench_torch` bound to torch; names prefixed so that they never meet a reference's own.
 LIMITS_SOURCE = """\
 for _solbench_name, _solbench_floor in (("recompile_limit", 4096), ("accumulated_recompile_limit", 65536)):
@@ -26,13 +28,6 @@ for _solbench_name, _solbench_floor in (("recompile_limit", 4096), ("accumulated
 if hasattr(_solbench_torch._dynamo.config, "fail_on_recompile_limit_hit"):
     _solbench_torch._dynamo.config.fail_on_recompile_limit_hit = True
 """
-
-
-def raise_recompile_limits() -> None:
-    """The same settings in this process (references compiled here: time_trusted, compile-ahead processes)."""
-    import torch
-
-    exec(compile(LIMITS_SOURCE, "<solbench compile limits>", "exec"), {"_solbench_torch": torch})  # noqa: S102 - our own constant text
 
 
 def compiled_source(reference: str, mode: str) -> str:
@@ -46,3 +41,12 @@ def compiled_source(reference: str, mode: str) -> str:
             "    return _solbench_reference_run(*args, **kwargs)\n\n\n"
             f"{LIMITS_SOURCE}"
             f"run = _solbench_torch.compile(_solbench_compiled_entry, mode={mode!r}, dynamic=False)\n")
+
+
+def compiled_run(definition: Any, mode: str) -> Callable[..., Any]:
+    """The compiled candidate's `run`, its module imported in this process (solbench.data.reference): how
+    the trusted side compiles a reference itself (time_trusted, the compile-ahead processes), with the
+    same limits and the same graphs as the candidate's worker."""
+    from solbench.data.reference import reference_module
+
+    return reference_module(definition.model_copy(update={"reference": compiled_source(definition.reference, mode)})).run

@@ -400,7 +400,8 @@ class EvaluationRun:
         batch = energy.batch_size(latency_ms / 1e3 if latency_ms else None, self._call_bytes(workload))
         request = EnergyRequest(workload=workload, seed=seed, dps=self.solution.spec.destination_passing_style, check=check,
                                 outputs=self._output_specs(workload), blob_dir=str(self.session.root), window_s=self.options.energy_window_s,
-                                idle_s=self.options.energy_idle_s, min_calls=energy.CHECK_SPAN, batch=batch, pool_bytes=energy.AHEAD_BYTES, timer=self.options.timer, group=group)
+                                idle_s=self.options.energy_idle_s, min_calls=energy.CHECK_SPAN, batch=batch, pool_bytes=energy.AHEAD_BYTES,
+                                timer=self.options.timer, group=group)
         with self.phases("energy"), timed_section():
             before, started = counter.read_mj(), time.monotonic()
             answer = self.workers.ask_solution(request, deadline, EnergyAnswer)

@@ -133,7 +133,7 @@ def time_trusted(problem: Problem, options: EvalOptions, compile_modes: Iterable
     the self-check compares two calls on the same inputs for `self_check_trials` input draws."""
     import torch
 
-    from solbench.bench.compile_limits import raise_recompile_limits
+    from solbench.bench.compile_limits import compiled_run
     from solbench.bench.correctness import compare_outputs
     from solbench.bench.timing import CacheFlusher, make_gate, make_timer, measure
     from solbench.data.inputs import generate_inputs
@@ -144,8 +144,7 @@ def time_trusted(problem: Problem, options: EvalOptions, compile_modes: Iterable
     flush = CacheFlusher(device)
     gate = make_gate(device)[0] if options.launch_gate and device.startswith("cuda") else None
     eager = reference_module(problem.definition).run
-    raise_recompile_limits()  # every workload's shape compiled, none run eagerly in the compiled form's place
-    compiled = {f"compile-{mode}": torch.compile(eager, mode=mode, dynamic=False) for mode in compile_modes}
+    compiled = {f"compile-{mode}": compiled_run(problem.definition, mode) for mode in compile_modes}  # as the candidate's worker compiles it
     names = list(problem.definition.outputs)
     seed = options.seed if options.seed is not None else 0
     checks = []

@@ -324,19 +324,17 @@ class Worker:
                 call(arguments, outputs)
             self._synchronize()
 
-        def make_ahead(calls: int) -> Callable[[], None]:
-            def make() -> None:
-                ahead.extend(one_set(index) for index in range(calls))
-                self.flusher()
-                self._synchronize()
-            return make
+        def make_ahead() -> None:  # between the first blank window and the window of calls, inside neither
+            ahead.extend(one_set(index) for index in range(calls_ahead))
+            self.flusher()
+            self._synchronize()
 
         try:
             with getattr(self.timer, "paused", contextlib.nullcontext)():  # CUPTI records nothing while the windows run
                 calls_ahead, window_s = self._calls_made_ahead(request, min_steps, blank_set) if request.pool_bytes > 0 else (0, 0.0)
                 if calls_ahead:
                     readings = energy_window.measure(counter, blank_step_ahead, call_step_ahead, window_s, request.idle_s,
-                                                     min_calls=min_steps, before_calls=make_ahead(calls_ahead))
+                                                     min_calls=min_steps, before_calls=make_ahead)
                 else:
                     readings = energy_window.measure(counter, blank_step, call_step, request.window_s, request.idle_s, min_calls=min_steps)
         except energy_window.CounterStuck as exc:

@@ -167,17 +167,14 @@ def compile_ahead(payload: dict[str, Any]) -> tuple[float, str | None]:
     try:
         import torch
 
-        from solbench.bench.compile_limits import compiled_source
+        from solbench.bench.compile_limits import compiled_run
         from solbench.data.definition import Definition
         from solbench.data.inputs import generate_inputs
-        from solbench.data.reference import reference_module
 
         problem = Problem(Definition.model_validate(payload["definition"]), [Workload.model_validate(w) for w in payload["workloads"]],
                           Path(payload["root"]) if payload["root"] else None, kind=payload["kind"], input_profile=payload["profile"],
                           synthesize_missing_blobs=payload["synthesize"])
-        # the compiled candidate's own module (solbench.bench.compile_limits): the graphs its worker will look up
-        candidate = problem.definition.model_copy(update={"reference": compiled_source(problem.definition.reference, payload["mode"])})
-        compiled = reference_module(candidate).run
+        compiled = compiled_run(problem.definition, payload["mode"])  # the graphs the candidate's worker will look up
         for workload in problem.workloads:
             inputs = generate_inputs(problem, workload, seed=payload["seed"], trial=0, device=payload["device"], profile=payload["input_profile"])
             compiled(*inputs.values())
