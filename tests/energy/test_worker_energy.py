@@ -135,6 +135,13 @@ def test_the_calls_per_step_come_from_the_calls_time_and_size(latency_s, bytes_p
 def test_short_calls_get_their_inputs_made_ahead_of_the_window_each_fresh_and_read_once(problem, monkeypatch, tmp_path: Path):
     counter = SteppedCounter(120.0, period_s=0.02, clock=time.monotonic)
     worker = make_worker(problem, monkeypatch, counter)
+    solution = worker.function
+
+    def one_ms_call(x, alpha):  # calls of a known length: how many inputs fit ahead must not hang on this machine's speed
+        time.sleep(0.001)
+        return solution(x, alpha)
+
+    worker.function = one_ms_call
     made: list[int] = []
     inputs = worker._inputs
     monkeypatch.setattr(worker, "_inputs", lambda workload, seed, trial: made.append(trial) or inputs(workload, seed, trial))
