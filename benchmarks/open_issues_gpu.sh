@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# The GPU checks of issues 30, 31 and 32 in one device call (each group under its own limits). Run from the
+# The GPU checks of the issues in one device call each (each group under its own limits). Run from the
 # repository root with PYTHONPATH=src (pydantic, cupti and the serve extra's wheels installed):
-#   bash benchmarks/open_issues_gpu.sh [profile] [energy] [serve]   (default: all three, about 11.5 minutes: give SERVE_LIMIT=400 to fit one 10-minute call)
+#   bash benchmarks/open_issues_gpu.sh GROUP...   (default: energy compiled, about 6 minutes; scale alone fills a 10-minute call)
+#   energy   issue 32: benchmarks/energy_step_probe.py (what one step of an energy window costs), benchmarks/energy_bound.py on
+#            three small bundled problems (eager, smallest workload, 5 repeats of the first: the short-call method's spread and
+#            power) and pytest -m gpu tests/energy (300 s at most)
+#   compiled issue 28: pytest -m gpu of the compiled candidates and the executors (tests/bench/test_compiled_reference.py, tests/exec; 150 s)
+#   scale    issue 28: benchmarks/run_at_scale.py solbench:models --workloads smallest:1, default compile modes, cold then
+#            --again over the same baselines (SCALE_LIMIT s for the first run, default 380, and 160 s for the second)
 #   profile  benchmarks/profile_gpu.sh (issue 31: GPU tests of profile and memcheck, a profile, memcheck's cost; 275 s at most)
-#   energy   benchmarks/energy_step_probe.py (issue 32: what one step of an energy window costs), benchmarks/energy_method_probe.py
-#            (per-step, batched and pooled windows of small calls: joules per call and their CV) and pytest -m gpu tests/energy (255 s)
 #   serve    benchmarks/serve_at_scale.py with the pool executor over the bundled set (issue 30; SERVE_LIMIT s, default 540)
 # Only 8 files come back from a device call: $OUT gets summary.txt (every step's line and the probe) and logs.tgz
 # (everything, packed again after each group, so that a group cut short still leaves the ones before it).
@@ -15,24 +19,33 @@ export PYTHONUNBUFFERED=1 COLUMNS=200 OUT
 mkdir -p "$FINAL"
 source "$(dirname "${BASH_SOURCE[0]}")/gpu_steps.sh"
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(profile energy serve)
+[ ${#steps[@]} -eq 0 ] && steps=(energy compiled)
 for group in "${steps[@]}"; do
   case $group in
     profile) OUT="$OUT/profile" bash "$(dirname "${BASH_SOURCE[0]}")/profile_gpu.sh"; cat "$OUT/profile/summary.txt" >> "$OUT/summary.txt" ;;
     energy)
       step energy-probe 45 python3 benchmarks/energy_step_probe.py --repeats 100
       cat "$OUT/energy-probe.log" >> "$OUT/summary.txt"
-      step energy-method 130 python3 benchmarks/energy_method_probe.py --problems rmsnorm_llama3_8b silu_and_mul_llama3_8b --repeats 4 \
-        --json "$OUT/energy-method.json"
-      cat "$OUT/energy-method.log" >> "$OUT/summary.txt"
+      P=src/solbench/dataset/problems
+      mkdir -p "$OUT/energy-bound"
+      step energy-bound 170 python3 benchmarks/energy_bound.py --out "$OUT/energy-bound" --workloads smallest:1 --compile-modes none \
+        --repeats 5 --limit 150 $P/rmsnorm_llama3_8b $P/silu_and_mul_llama3_8b $P/gemm_bf16_llama3_8b_o_proj
+      cat "$OUT/energy-bound.log" >> "$OUT/summary.txt"
       step energy-tests 80 python3 -m pytest -o addopts="" -q -s -p no:cacheprovider -m gpu tests/energy
       tail -n 3 "$OUT/energy-tests.log" >> "$OUT/summary.txt" ;;
+    compiled)
+      step compiled-tests 150 python3 -m pytest -o addopts="" -q -p no:cacheprovider -m gpu tests/bench/test_compiled_reference.py tests/exec
+      tail -n 5 "$OUT/compiled-tests.log" >> "$OUT/summary.txt" ;;
+    scale)
+      step scale $(( ${SCALE_LIMIT:-380} + 190 )) python3 benchmarks/run_at_scale.py solbench:models --workloads smallest:1 \
+        --limit "${SCALE_LIMIT:-380}" --again --again-limit 160 --out "$OUT/scale.json"
+      tail -n 40 "$OUT/scale.log" >> "$OUT/summary.txt" ;;
     serve)
       mkdir -p "$OUT/serve"
       step serve "${SERVE_LIMIT:-540}" python3 benchmarks/serve_at_scale.py --executor pool --device cuda --workloads smallest:1 \
         --timeout $(( ${SERVE_LIMIT:-540} - 20 )) --out "$OUT/serve"
       tail -n 30 "$OUT/serve.log" >> "$OUT/summary.txt" ;;
-    *) echo "unknown group: $group (profile, energy, serve)" >&2; exit 2 ;;
+    *) echo "unknown group: $group (energy, compiled, scale, profile, serve)" >&2; exit 2 ;;
   esac
   cp "$OUT/summary.txt" "$FINAL/summary.txt"
   tar -C "$OUT" -czf "$FINAL/logs.tgz" .
