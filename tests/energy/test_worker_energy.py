@@ -181,6 +181,27 @@ def test_inputs_that_would_not_fit_in_the_pool_are_made_in_each_step(problem, mo
     assert energy.record(answer, None, None)[0].inputs_ahead is False
 
 
+def test_long_calls_whose_inputs_fit_fewer_times_than_the_calls_the_window_must_hold_are_made_in_each_step(problem, monkeypatch, tmp_path: Path):
+    """0.1 s calls whose inputs fit 5 times in the pool: enough for the window's time, not for the 10
+    calls it must hold (min_calls), so the inputs are made step by step instead of running out."""
+    counter = SteppedCounter(120.0, period_s=0.02, clock=time.monotonic)
+    worker = make_worker(problem, monkeypatch, counter)
+    solution = worker.function
+
+    def long_call(x, alpha):
+        time.sleep(0.1)
+        return solution(x, alpha)
+
+    worker.function = long_call
+    workload = problem.workloads[0]
+    per_call = sum(value.nbytes for value in generate_inputs(problem, workload, seed=1, trial=0).values() if isinstance(value, torch.Tensor))
+    request = EnergyRequest(workload=workload, seed=7, dps=False, check=[9], outputs={"y": OutputSpec(shape=[workload.axes["N"]], dtype="float32")},
+                            blob_dir=str(tmp_path), window_s=0.1, idle_s=0.05, min_calls=10, batch=1, pool_bytes=5 * per_call)
+    answer = worker.energy(request)
+    assert answer.note is None and answer.inputs_ahead == 0 and answer.calls == answer.loop.steps >= 10
+    assert set(answer.checked) == {"9", str(answer.calls - 1)}
+
+
 @pytest.mark.parametrize("pool_bytes", [0, 2**30], ids=["per-step", "made-ahead"])
 def test_both_ways_of_making_inputs_give_the_joules_of_one_call(problem, monkeypatch, tmp_path: Path, pool_bytes: int):
     """A counter whose power rises by CALL_W while a call runs (BASE_W always): joules per call are the

@@ -354,7 +354,8 @@ class Worker:
         step instead). From steps of calls timed on blank trial numbers: the calls that fit in
         `request.pool_bytes` and are made within AHEAD_MAKING_S, and the window they can fill (the
         request's, or shorter down to AHEAD_MIN_WINDOW_S), with AHEAD_STEPS_FACTOR x (window +
-        AHEAD_EXTRA_S) of steps for the wait for the counter's last update."""
+        AHEAD_EXTRA_S) of steps for the wait for the counter's last update, and never fewer than
+        `min_steps` (the window must hold them: where they do not fit, inputs per step)."""
         batch = request.batch
         sets = [blank_set() for _ in range(batch)]
         self._synchronize()
@@ -377,10 +378,10 @@ class Worker:
         most_calls = min(request.pool_bytes // max(size, 1), int(energy_window.AHEAD_MAKING_S / max(making_s, 1e-9)))
         fits_s = (most_calls // batch) * step_s / energy_window.AHEAD_STEPS_FACTOR - energy_window.AHEAD_EXTRA_S
         window_s = min(request.window_s, fits_s)
-        if window_s < min(request.window_s, energy_window.AHEAD_MIN_WINDOW_S):
-            return 0, 0.0
         steps = max(min_steps, math.ceil(energy_window.AHEAD_STEPS_FACTOR * (window_s + energy_window.AHEAD_EXTRA_S) / step_s))
-        return min(steps * batch, most_calls // batch * batch), window_s
+        if window_s < min(request.window_s, energy_window.AHEAD_MIN_WINDOW_S) or steps > most_calls // batch:
+            return 0, 0.0  # too short a window, or fewer calls than it must hold (long calls with large inputs)
+        return steps * batch, window_s
 
     # --- the call and its checks -----------------------------------------------------------------
 
