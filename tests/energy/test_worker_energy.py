@@ -42,6 +42,18 @@ def make_worker(problem, monkeypatch, counter) -> worker_module.Worker:
     return worker
 
 
+def calls_taking(worker: worker_module.Worker, seconds: float) -> None:
+    """The worker's solution made to take `seconds` per call: whether a window's inputs fit ahead must not
+    hang on how fast this machine makes inputs against how fast it calls."""
+    solution = worker.function
+
+    def timed_call(x, alpha):
+        time.sleep(seconds)
+        return solution(x, alpha)
+
+    worker.function = timed_call
+
+
 def test_the_energy_request_measures_checks_and_hands_back_outputs(problem, monkeypatch, tmp_path: Path):
     counter = SteppedCounter(120.0, period_s=0.02, clock=time.monotonic)
     worker = make_worker(problem, monkeypatch, counter)
@@ -135,13 +147,7 @@ def test_the_calls_per_step_come_from_the_calls_time_and_size(latency_s, bytes_p
 def test_short_calls_get_their_inputs_made_ahead_of_the_window_each_fresh_and_read_once(problem, monkeypatch, tmp_path: Path):
     counter = SteppedCounter(120.0, period_s=0.02, clock=time.monotonic)
     worker = make_worker(problem, monkeypatch, counter)
-    solution = worker.function
-
-    def one_ms_call(x, alpha):  # calls of a known length: how many inputs fit ahead must not hang on this machine's speed
-        time.sleep(0.001)
-        return solution(x, alpha)
-
-    worker.function = one_ms_call
+    calls_taking(worker, 0.001)
     made: list[int] = []
     inputs = worker._inputs
     monkeypatch.setattr(worker, "_inputs", lambda workload, seed, trial: made.append(trial) or inputs(workload, seed, trial))
@@ -181,18 +187,27 @@ def test_inputs_that_would_not_fit_in_the_pool_are_made_in_each_step(problem, mo
     assert energy.record(answer, None, None)[0].inputs_ahead is False
 
 
+def test_inputs_are_made_ahead_in_half_of_the_device_memory_free_at_most(problem, monkeypatch, tmp_path: Path):
+    """A pool of 1 GiB asked for, but 1 KiB of the device free: the window's inputs would not fit beside
+    the calls' own work, so they are made in each step (a CPU worker reads the host's memory; the GPU's
+    free memory is read the same way, through solbench.bench.memory.device_memory)."""
+    counter = SteppedCounter(120.0, period_s=0.02, clock=time.monotonic)
+    worker = make_worker(problem, monkeypatch, counter)
+    calls_taking(worker, 0.001)  # made ahead with the memory free (the test above)
+    monkeypatch.setattr(worker_module, "device_memory", lambda device: (1024, 2**34))
+    workload = problem.workloads[0]
+    request = EnergyRequest(workload=workload, seed=7, dps=False, outputs={"y": OutputSpec(shape=[workload.axes["N"]], dtype="float32")},
+                            blob_dir=str(tmp_path), window_s=0.1, idle_s=0.05, min_calls=10, batch=2, pool_bytes=2**30)
+    answer = worker.energy(request)
+    assert answer.note is None and answer.inputs_ahead == 0 and answer.calls == 2 * answer.loop.steps >= 10
+
+
 def test_long_calls_whose_inputs_fit_fewer_times_than_the_calls_the_window_must_hold_are_made_in_each_step(problem, monkeypatch, tmp_path: Path):
     """0.1 s calls whose inputs fit 5 times in the pool: enough for the window's time, not for the 10
     calls it must hold (min_calls), so the inputs are made step by step instead of running out."""
     counter = SteppedCounter(120.0, period_s=0.02, clock=time.monotonic)
     worker = make_worker(problem, monkeypatch, counter)
-    solution = worker.function
-
-    def long_call(x, alpha):
-        time.sleep(0.1)
-        return solution(x, alpha)
-
-    worker.function = long_call
+    calls_taking(worker, 0.1)
     workload = problem.workloads[0]
     per_call = sum(value.nbytes for value in generate_inputs(problem, workload, seed=1, trial=0).values() if isinstance(value, torch.Tensor))
     request = EnergyRequest(workload=workload, seed=7, dps=False, check=[9], outputs={"y": OutputSpec(shape=[workload.axes["N"]], dtype="float32")},
