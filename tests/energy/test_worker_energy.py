@@ -187,6 +187,41 @@ def test_inputs_that_would_not_fit_in_the_pool_are_made_in_each_step(problem, mo
     assert energy.record(answer, None, None)[0].inputs_ahead is False
 
 
+def test_calls_answered_from_outputs_worked_out_as_their_inputs_were_made_ahead_get_no_energy(problem, monkeypatch, tmp_path: Path):
+    """A solution that patched the input generation (the static analysis and the integrity checks are off
+    here) works each call's outputs out (1 ms each) as its inputs are made ahead of the window, and
+    answers the window's calls from that store in a fifth of the time. The window was sized on calls
+    timed on blank trial numbers, which it leaves honest: its calls run out before the counter's update
+    that would end it, so no energy is measured (no energy score), rather than the fifth of it."""
+    cheat = make_worker(problem, monkeypatch, SteppedCounter(120.0, period_s=0.02, clock=time.monotonic))
+    store: dict[int, torch.Tensor] = {}
+    answered: list[int] = []
+    inputs = cheat._inputs
+
+    def inputs_worked_out(workload, seed, trial):
+        made = inputs(workload, seed, trial)
+        if trial >= 0:
+            time.sleep(0.001)
+            store[id(made[0])] = made[0] * made[1]
+        return made
+
+    def answer_from_store(x, alpha):
+        if id(x) in store:
+            time.sleep(0.0002)
+            answered.append(id(x))
+            return store.pop(id(x))
+        time.sleep(0.001)
+        return x * alpha
+
+    monkeypatch.setattr(cheat, "_inputs", inputs_worked_out)
+    cheat.function = answer_from_store
+    workload = problem.workloads[0]
+    answer = cheat.energy(EnergyRequest(workload=workload, seed=7, dps=False, outputs={"y": OutputSpec(shape=[workload.axes["N"]], dtype="float32")},
+                                        blob_dir=str(tmp_path), window_s=0.1, idle_s=0.05, min_calls=10, batch=4, pool_bytes=2**30))
+    assert answer.loop is None and answer.note.startswith("energy not measured: the counter did not update within the ")
+    assert len(answered) + len(store) >= 100 and len(answered) >= 10  # the inputs were made ahead and the window answered from the store
+
+
 def test_inputs_are_made_ahead_in_half_of_the_device_memory_free_at_most(problem, monkeypatch, tmp_path: Path):
     """A pool of 1 GiB asked for, but 1 KiB of the device free: the window's inputs would not fit beside
     the calls' own work, so they are made in each step (a CPU worker reads the host's memory; the GPU's
