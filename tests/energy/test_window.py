@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from solbench.energy.window import CounterPoller, CounterStuck, Window, _covered, idle_window, loop_window, measure
+from solbench.energy.window import (
+    AHEAD_EXTRA_S, AHEAD_STEPS_FACTOR, CounterPoller, CounterStuck, Window, _covered, calls_ahead, idle_window, loop_window, measure,
+)
 
 from energy_testkit import SEEN_WITHIN_S, SteppedCounter
 
@@ -142,3 +144,27 @@ def test_the_poll_interval_sets_how_often_the_counter_is_read_and_the_reading_st
         readings[poll_s] = counter.reads / seconds
         assert result.loop.mean_power_w == pytest.approx(300.0, rel=0.05)
     assert readings[0.01] < 200 < 300 < readings[0.0005]  # about 100 and 1,800 readings a second here (sleep overshoot aside)
+
+
+def test_inputs_made_ahead_fill_the_window_asked_for_where_they_fit_and_no_more():
+    calls, window = calls_ahead(100_000, 4, 0.004, 1.0, 3)  # 25,000 steps of 4 ms fit: the 1 s window, 1.2 x (1 + 0.15) s of steps
+    assert window == 1.0 and calls == 4 * 345
+
+
+@pytest.mark.parametrize("step_s", [0.0037, 0.0011, 0.00213, 0.0051, 0.0173])
+def test_a_window_shortened_to_what_the_fitting_calls_fill_makes_them_all_ahead(step_s):
+    """A window the fitting steps fill exactly needs all of them, not one more through a rounding error
+    (which would leave the short calls that need inputs made ahead with inputs per step)."""
+    for steps in range(1, 2000):
+        fits_s = steps * step_s / AHEAD_STEPS_FACTOR - AHEAD_EXTRA_S
+        if not 0.2 <= fits_s < 10.0:  # the shortest window allowed; shorter than the one asked for
+            continue
+        calls, window = calls_ahead(steps * 2 + 1, 2, step_s, 10.0, 1)
+        assert window == pytest.approx(fits_s) and calls == 2 * steps, steps
+
+
+def test_inputs_are_made_in_each_step_where_the_window_would_be_too_short_or_hold_too_few_calls():
+    assert calls_ahead(60, 4, 0.004, 1.0, 3) == (0, 0.0)  # 15 steps of 4 ms fill no 0.2 s window
+    assert calls_ahead(5, 1, 0.1, 1.0, 10) == (0, 0.0)  # 5 calls of 0.1 s fill 0.27 s, but the window must hold 10 calls
+    calls, window = calls_ahead(50, 1, 0.1, 1.0, 10)  # 50 of them fill 1 s: 14 calls for the window, 10 held
+    assert window == 1.0 and calls == 14

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import sys
 import time as clock
@@ -351,12 +350,9 @@ class Worker:
 
     def _calls_made_ahead(self, request: EnergyRequest, min_steps: int, blank_set: Callable[[], Any]) -> tuple[int, float]:
         """How many calls' inputs the window of calls makes ahead, and the windows' length (0: inputs per
-        step instead). From steps of calls timed on blank trial numbers: the calls that fit in
-        `request.pool_bytes` and in half of the device memory free, and are made within
-        AHEAD_MAKING_S, and the window they can fill (the
-        request's, or shorter down to AHEAD_MIN_WINDOW_S), with AHEAD_STEPS_FACTOR x (window +
-        AHEAD_EXTRA_S) of steps for the wait for the counter's last update, and never fewer than
-        `min_steps` (the window must hold them: where they do not fit, inputs per step)."""
+        step instead; solbench.energy.window.calls_ahead). From steps of calls timed on blank trial
+        numbers: the calls that fit in `request.pool_bytes` and in half of the device memory free,
+        and are made within AHEAD_MAKING_S."""
         batch = request.batch
         sets = [blank_set() for _ in range(batch)]
         self._synchronize()
@@ -378,13 +374,8 @@ class Worker:
         del sets
         memory = device_memory(self.device)  # half of what is free now at most: the calls' own work needs the rest
         pool_bytes = min(request.pool_bytes, memory[0] // 2) if memory is not None else request.pool_bytes
-        most_calls = min(pool_bytes // max(size, 1), int(energy_window.AHEAD_MAKING_S / max(making_s, 1e-9)))
-        fits_s = (most_calls // batch) * step_s / energy_window.AHEAD_STEPS_FACTOR - energy_window.AHEAD_EXTRA_S
-        window_s = min(request.window_s, fits_s)
-        steps = max(min_steps, math.ceil(energy_window.AHEAD_STEPS_FACTOR * (window_s + energy_window.AHEAD_EXTRA_S) / step_s))
-        if window_s < min(request.window_s, energy_window.AHEAD_MIN_WINDOW_S) or steps > most_calls // batch:
-            return 0, 0.0  # too short a window, or fewer calls than it must hold (long calls with large inputs)
-        return steps * batch, window_s
+        fitting_calls = min(pool_bytes // max(size, 1), int(energy_window.AHEAD_MAKING_S / max(making_s, 1e-9)))
+        return energy_window.calls_ahead(fitting_calls, batch, step_s, request.window_s, min_steps)
 
     # --- the call and its checks -----------------------------------------------------------------
 

@@ -44,6 +44,23 @@ AHEAD_EXTRA_S = 0.15
 AHEAD_MIN_WINDOW_S = 0.2
 
 
+def calls_ahead(fitting_calls: int, batch: int, step_s: float, window_s: float, min_steps: int) -> tuple[int, float]:
+    """How many calls' inputs to make ahead of a window of calls, and the window's length; (0, 0.0): make
+    them in each step instead. `fitting_calls`: the calls whose inputs fit (memory, making time);
+    `step_s`: one step of `batch` calls; `window_s`: the window asked for. The window is shortened to
+    what the fitting calls can fill with AHEAD_STEPS_FACTOR x (window + AHEAD_EXTRA_S) of steps, down to
+    AHEAD_MIN_WINDOW_S; the calls are never fewer than `min_steps` steps (the window must hold them)."""
+    fitting_steps = fitting_calls // batch
+    window = min(window_s, fitting_steps * step_s / AHEAD_STEPS_FACTOR - AHEAD_EXTRA_S)
+    if window < min(window_s, AHEAD_MIN_WINDOW_S):
+        return 0, 0.0
+    # the steps the window needs, less a rounding error: a window shortened to what the fitting steps fill needs all of them, not one more
+    steps = max(min_steps, math.ceil(AHEAD_STEPS_FACTOR * (window + AHEAD_EXTRA_S) / step_s - 1e-6))
+    if steps > fitting_steps:
+        return 0, 0.0
+    return steps * batch, window
+
+
 class CounterStuck(RuntimeError):
     """The counter did not advance within UPDATE_TIMEOUT_S (one line: how long it was watched)."""
 
