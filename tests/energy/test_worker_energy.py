@@ -189,10 +189,10 @@ def test_inputs_that_would_not_fit_in_the_pool_are_made_in_each_step(problem, mo
 
 def test_calls_answered_from_outputs_worked_out_as_their_inputs_were_made_ahead_get_no_energy(problem, monkeypatch, tmp_path: Path):
     """A solution that patched the input generation (the static analysis and the integrity checks are off
-    here) works each call's outputs out (1 ms each) as its inputs are made ahead of the window, and
-    answers the window's calls from that store in a fifth of the time. The window was sized on calls
-    timed on blank trial numbers, which it leaves honest: its calls run out before the counter's update
-    that would end it, so no energy is measured (no energy score), rather than the fifth of it."""
+    here) works each call's outputs out (2 ms each) as its inputs are made ahead of the window, and
+    answers the window's calls from that store at once. The window was sized on calls timed on blank
+    trial numbers, which it leaves honest: its calls run out before the counter's update that would end
+    it, so no energy is measured (no energy score), rather than the little the window saw."""
     cheat = make_worker(problem, monkeypatch, SteppedCounter(120.0, period_s=0.02, clock=time.monotonic))
     store: dict[int, torch.Tensor] = {}
     answered: list[int] = []
@@ -201,16 +201,15 @@ def test_calls_answered_from_outputs_worked_out_as_their_inputs_were_made_ahead_
     def inputs_worked_out(workload, seed, trial):
         made = inputs(workload, seed, trial)
         if trial >= 0:
-            time.sleep(0.001)
+            time.sleep(0.002)
             store[id(made[0])] = made[0] * made[1]
         return made
 
     def answer_from_store(x, alpha):
         if id(x) in store:
-            time.sleep(0.0002)
             answered.append(id(x))
             return store.pop(id(x))
-        time.sleep(0.001)
+        time.sleep(0.002)
         return x * alpha
 
     monkeypatch.setattr(cheat, "_inputs", inputs_worked_out)
