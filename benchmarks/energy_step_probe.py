@@ -14,8 +14,8 @@ idle GPU, one reading of NVML's energy counter, and a whole blank step as the wo
 
 Then, with --poll (seconds between the poller's readings, e.g. 0 0.0005 0.005 0.02; 0: no poller), the
 same steps while solbench.energy.window.CounterPoller reads the counter in its thread as it does during
-a window (the 2026-12-06 H100 run of energy_method_probe.py ran its steps 5-500x slower than this
-probe's blank step and read nonsense joules): per interval, the median blank step, call step (the
+a window (the 2026-12-06 H100 run of the energy method probe, since replaced by the worker's own method,
+ran its steps 5-500x slower than this probe's blank step and read nonsense joules): per interval, the median blank step, call step (the
 problem's reference, synchronised) and batch of --batch unsynchronised flush + call pairs, and the
 counter's update period seen by the poller.
 """

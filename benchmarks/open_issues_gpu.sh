@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # The GPU checks of the issues in one device call each (each group under its own limits). Run from the
 # repository root with PYTHONPATH=src (pydantic, cupti and the serve extra's wheels installed):
-#   bash benchmarks/open_issues_gpu.sh GROUP...   (default: energy compiled, about 6 minutes; scale alone fills a 10-minute call)
-#   energy   issue 32: benchmarks/energy_step_probe.py (what one step of an energy window costs), benchmarks/energy_bound.py on
-#            three small bundled problems (eager, smallest workload, 5 repeats of the first: the short-call method's spread and
-#            power) and pytest -m gpu tests/energy (300 s at most)
+#   bash benchmarks/open_issues_gpu.sh GROUP...   (default: energy compiled, about 8.5 minutes; scale alone fills a 10-minute call)
+#   energy   issue 32: benchmarks/energy_gpu.sh (the step probe, the energy GPU tests, the calibration, and energy_bound.py on
+#            three small bundled problems with 5 repeats of rmsnorm: the short-call method's spread and power; 345 s at most)
 #   compiled issue 28: pytest -m gpu of the compiled candidates and the executors (tests/bench/test_compiled_reference.py, tests/exec; 150 s)
 #   scale    issue 28: benchmarks/run_at_scale.py solbench:models --workloads smallest:1, default compile modes, cold then
 #            --again over the same baselines (SCALE_LIMIT s for the first run, default 380, and 160 s for the second)
@@ -23,16 +22,7 @@ steps=("$@")
 for group in "${steps[@]}"; do
   case $group in
     profile) OUT="$OUT/profile" bash "$(dirname "${BASH_SOURCE[0]}")/profile_gpu.sh"; cat "$OUT/profile/summary.txt" >> "$OUT/summary.txt" ;;
-    energy)
-      step energy-probe 45 python3 benchmarks/energy_step_probe.py --repeats 100
-      cat "$OUT/energy-probe.log" >> "$OUT/summary.txt"
-      P=src/solbench/dataset/problems
-      mkdir -p "$OUT/energy-bound"
-      step energy-bound 170 python3 benchmarks/energy_bound.py --out "$OUT/energy-bound" --workloads smallest:1 --compile-modes none \
-        --repeats 5 --limit 150 $P/rmsnorm_llama3_8b $P/silu_and_mul_llama3_8b $P/gemm_bf16_llama3_8b_o_proj
-      cat "$OUT/energy-bound.log" >> "$OUT/summary.txt"
-      step energy-tests 80 python3 -m pytest -o addopts="" -q -s -p no:cacheprovider -m gpu tests/energy
-      tail -n 3 "$OUT/energy-tests.log" >> "$OUT/summary.txt" ;;
+    energy) OUT="$OUT/energy" bash "$(dirname "${BASH_SOURCE[0]}")/energy_gpu.sh"; cat "$OUT/energy/summary.txt" >> "$OUT/summary.txt" ;;
     compiled)
       step compiled-tests 150 python3 -m pytest -o addopts="" -q -p no:cacheprovider -m gpu tests/bench/test_compiled_reference.py tests/exec
       tail -n 5 "$OUT/compiled-tests.log" >> "$OUT/summary.txt" ;;

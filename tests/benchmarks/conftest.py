@@ -34,10 +34,5 @@ def run_at_scale() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def energy_method_probe() -> ModuleType:
-    return load_script("energy_method_probe")
-
-
-@pytest.fixture(scope="module")
 def compile_plain() -> ModuleType:
     return load_script("compile_plain")
