@@ -77,3 +77,82 @@ def test_patches_are_reported_and_library_use_is_not(patch: str, reported: dict[
 ])
 def test_only_less_precise_settings_count_as_a_downgrade(name: str, before, after, lowered: bool):
     assert lowers_precision(name, before, after) is lowered
+
+
+# --- the worker's own objects, pinned ---------------------------------------------------------------
+
+
+class _Timer:
+    STATE = frozenset({"last_ms"})  # rebound as it works
+
+    def __init__(self) -> None:
+        self.last_ms = 0.0
+        self.buffer = [1.0]
+
+    def measure(self) -> float:
+        return 1.0
+
+
+class _OtherTimer(_Timer):
+    def measure(self) -> float:
+        return 0.0
+
+
+def _shadow(timer: _Timer) -> None:
+    timer.measure = lambda: 0.0  # type: ignore[method-assign]
+
+
+@pytest.fixture(scope="module")
+def snapshot():
+    from solbench.bench.integrity import Snapshot
+
+    return Snapshot()
+
+
+@pytest.mark.parametrize("patch, expected", [
+    (_shadow, "timer.measure was added (it shadows a method)"),
+    (lambda t: setattr(t, "buffer", [1.0]), "timer.buffer was replaced"),
+    (lambda t: delattr(t, "buffer"), "timer.buffer was deleted"),
+    (lambda t: setattr(t, "__class__", _OtherTimer), "timer.__class__ was replaced"),
+    (lambda t: setattr(t, "note", "x"), "timer.note was added"),
+    (lambda t: setattr(t, "last_ms", 5.0), None),  # its declared state
+    (lambda t: t.buffer.append(2.0), None),  # the same object, changed inside
+], ids=["method-shadowed", "rebound", "deleted", "class-swapped", "added", "state", "mutated-in-place"])
+def test_a_pinned_object_reports_its_attributes_rebound_added_or_deleted_and_not_its_state(snapshot, patch, expected):
+    timer = _Timer()
+    snapshot.pin("timer", timer)
+    try:
+        patch(timer)
+        changes = snapshot.changes()
+        assert changes == ([] if expected is None else [expected])
+    finally:
+        del snapshot.pins["timer"]
+
+
+def test_what_the_harness_rebinds_itself_is_repinned_and_accepted(snapshot):
+    timer = _Timer()
+    snapshot.pin("timer", timer)
+    try:
+        timer.buffer = [2.0]
+        assert snapshot.changes() == ["timer.buffer was replaced"]
+        snapshot.repin("timer", "buffer")
+        assert snapshot.changes() == []
+    finally:
+        del snapshot.pins["timer"]
+
+
+def test_the_sealed_worker_pins_itself_and_the_timer_it_makes():
+    from solbench.bench.worker import Worker
+
+    worker = Worker("solution", "cpu")
+    worker.seal()
+    snapshot = worker.snapshot  # as serve() holds it
+    assert snapshot.changes() == []
+    worker._ensure_timer("auto", launch_gate=False)  # the harness sets the timer and flusher: accepted
+    worker._harness_set(function=len)
+    assert snapshot.changes() == [] and set(snapshot.pins) == {"worker", "worker.timer", "worker.flusher"}
+    worker.timer.measure = lambda call, gate=None: 1e-6  # what a solution that reached the worker would do
+    worker.flusher = None
+    worker.snapshot = None
+    assert set(snapshot.changes()) == {"worker.timer.measure was added (it shadows a method)", "worker.flusher was replaced",
+                                       "worker.snapshot was replaced"}

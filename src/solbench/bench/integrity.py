@@ -9,6 +9,12 @@ and bytecode of every Python function among them, and which module object each n
 sys.modules maps to. `changes()` lists what differs since. Attributes that are added later are not
 changes (lazy imports add them); attributes that are rebound or deleted are.
 
+The worker's own objects are pinned too (`pin`): the Worker instance and the timer, cache flusher and
+launch gate it times with. Their class and every instance attribute are recorded; an attribute
+rebound, deleted or added since (an instance attribute named like a method shadows it: a timer
+whose `measure` is swapped on the object itself) is a change, except the state an object declares
+it changes as it works (`STATE` on its class). The harness re-pins what it rebinds itself (`repin`).
+
 This cannot stop native code that edits memory behind Python's back without touching any of these
 (that is what the static analysis, the sandbox and the orchestrator's cross-checks are for), but
 every patch through Python, however deep in these modules, is seen.
@@ -19,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import types
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 # Modules whose every function, class and submodule binding the worker relies on.
@@ -60,8 +67,17 @@ IGNORED = {("threading", "excepthook"), ("builtins", "_")}  # hooks that well-be
 WRAPPABLE = {("torch", "manual_seed")}
 
 
+@dataclass
+class _Pin:
+    holder: Any  # the object itself, kept alive
+    kind: type
+    attributes: dict[str, int]  # name -> id of the value it held when pinned
+    state: frozenset[str]  # names the object rebinds as it works
+
+
 class Snapshot:
     def __init__(self, extra_modules: Iterable[str] = ()):
+        self.pins: dict[str, _Pin] = {}
         self.entries: dict[tuple[str, str], tuple[Any, ...]] = {}
         self.modules: dict[str, int] = {}
         self.classes: dict[str, tuple[str, str]] = {}  # owner name -> (module name, attribute)
@@ -101,9 +117,40 @@ class Snapshot:
                 self.classes[f"{owner}.{key}"] = (owner, key)  # solbench's own classes: their methods too
                 self._record_namespace(f"{owner}.{key}", vars(value), nested=False)
 
+    def pin(self, label: str, holder: Any) -> None:
+        """Record `holder`'s class and instance attributes under `label` (its STATE names excepted)."""
+        state = frozenset(getattr(type(holder), "STATE", ()))
+        namespace = dict(vars(holder)) if hasattr(holder, "__dict__") else {}
+        self.keep += [holder, *namespace.values()]
+        self.pins[label] = _Pin(holder, type(holder), {key: id(value) for key, value in namespace.items() if key not in state}, state)
+
+    def repin(self, label: str, *names: str) -> None:
+        """The harness rebound these attributes of a pinned object itself: keep their new values."""
+        pin = self.pins[label]
+        for name in names:
+            value = vars(pin.holder)[name]
+            self.keep.append(value)
+            pin.attributes[name] = id(value)
+
+    def _pin_changes(self) -> list[str]:
+        found: list[str] = []
+        for label, pin in self.pins.items():
+            if type(pin.holder) is not pin.kind:
+                found.append(f"{label}.__class__ was replaced")
+                continue
+            namespace = vars(pin.holder) if hasattr(pin.holder, "__dict__") else {}
+            for key, identity in pin.attributes.items():
+                if key not in namespace:
+                    found.append(f"{label}.{key} was deleted")
+                elif id(namespace[key]) != identity:
+                    found.append(f"{label}.{key} was replaced")
+            found += [f"{label}.{key} was added" + (" (it shadows a method)" if callable(getattr(pin.kind, key, None)) else "")
+                      for key in namespace if isinstance(key, str) and key not in pin.attributes and key not in pin.state]
+        return found
+
     def changes(self, limit: int = 10) -> list[str]:
         """What was rebound, replaced or deleted since the snapshot (at most `limit` items)."""
-        found: list[str] = []
+        found: list[str] = self._pin_changes()[:limit]
         for name, identity in self.modules.items():
             module = sys.modules.get(name)
             if module is None or id(module) != identity:

@@ -89,6 +89,19 @@ class Worker:
     def seal(self) -> None:
         """Record what the worker relies on; called once, before any solution code is loaded."""
         self.snapshot = Snapshot()
+        self.snapshot.pin("worker", self)
+
+    def _harness_set(self, **values: Any) -> None:
+        """Rebind the worker's own attributes, and re-pin them (and the timer, flusher and gate among them)
+        in the integrity snapshot: only what the harness sets itself is accepted as changed."""
+        for name, value in values.items():
+            setattr(self, name, value)
+        if self.snapshot is None:
+            return
+        self.snapshot.repin("worker", *values)
+        for name in ("timer", "flusher", "gate"):
+            if name in values and values[name] is not None:
+                self.snapshot.pin(f"worker.{name}", values[name])
 
     # --- requests ------------------------------------------------------------------------------
 
@@ -104,17 +117,17 @@ class Worker:
     def load_problem(self, request: LoadProblemRequest) -> LoadProblemAnswer:
         definition = Definition.model_validate(request.definition)
         root = Path(request.root) if request.root else None
-        self.problem = Problem(definition, [], root, kind=request.kind, input_profile=request.input_profile,
-                               synthesize_missing_blobs=request.synthesize_missing_blobs)
+        self._harness_set(problem=Problem(definition, [], root, kind=request.kind, input_profile=request.input_profile,
+                                          synthesize_missing_blobs=request.synthesize_missing_blobs))
         if self.role == "reference":
-            self.function = reference_module(definition).run
+            self._harness_set(function=reference_module(definition).run)
         if request.policy == "strict":
             # cuDNN convolutions default to TF32: under strict, fp32 means fp32 for the reference and
             # for a solution's library calls alike (a solution that turns it back on is flagged)
             self.torch.backends.cudnn.allow_tf32 = False
         else:
             self.torch.backends.cudnn.allow_tf32 = self.startup_cudnn_tf32
-        self.initial_precision = precision_state()
+        self._harness_set(initial_precision=precision_state())
         return LoadProblemAnswer(precision=self.initial_precision)
 
     def build(self, request: BuildRequest) -> BuildAnswer:
@@ -122,7 +135,7 @@ class Worker:
             raise PermissionError("only a solution worker builds solutions")
         solution = Solution.model_validate(request.solution)
         built = build(solution, cache_root=Path(request.cache_root), device=self.device)
-        self.function = built.function
+        self._harness_set(function=built.function)
         return BuildAnswer(cached=built.cached, log=built.log[-ERROR_TAIL:], build_dir=str(built.build_dir))
 
     def prepare(self, request: PrepareRequest) -> ExpectAnswer:
@@ -391,7 +404,7 @@ class Worker:
         if self.device.startswith("cuda") and launch_gate:
             gate, note = make_gate(self.device)
             notes += [note] if note else []
-        self.flusher, self.gate, self.notes, self.timer = flusher, gate, notes, made_timer
+        self._harness_set(flusher=flusher, gate=gate, notes=notes, timer=made_timer)
 
     def _checked_call(self, arguments: list[Any], request: RunRequest) -> tuple[dict[str, Any], dict[str, Any] | None]:
         """A correctness call, made exactly as a timed call is (flush, timer), then checked."""
@@ -749,6 +762,9 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 
 
 def serve(channel: Channel, worker: Worker) -> None:
+    # held here, not looked up on the worker at every step: a solution that rebinds worker.snapshot or
+    # worker.role is reported by the snapshot it could not replace
+    snapshot, checked = worker.snapshot, worker.role == "solution"
     handlers = {"hello": worker.hello, "load_problem": worker.load_problem, "build": worker.build, "prepare": worker.prepare,
                 "expect": worker.expect, "run": worker.run, "time": worker.time, "energy": worker.energy}
     while True:
@@ -771,8 +787,8 @@ def serve(channel: Channel, worker: Worker) -> None:
         except Exception as exc:  # noqa: BLE001 - the solution may raise anything; report it
             answer = _failure(exc)
         return_cached_memory(worker.device)
-        if worker.role == "solution" and command in SOLUTION_STEPS:
-            changes = worker.snapshot.changes() if worker.snapshot is not None else []
+        if checked and command in SOLUTION_STEPS:
+            changes = snapshot.changes() if snapshot is not None else []
             if changes:
                 answer = {"ok": False, "kind": "reward_hack", "rule": "integrity",
                           "error": "the solution changed what the harness relies on: " + "; ".join(changes)}

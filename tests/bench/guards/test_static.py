@@ -643,6 +643,32 @@ CPP_ATTACKS: list[tuple[str, str, str]] = [
     ("python-pyrun", "CPP-PYTHON", 'void f() {\n  PyRun_SimpleString("import os");  // HERE\n}\n'),
     ("python-pybind-exec", "CPP-PYTHON", 'void f() {\n  py::exec("import os");  // HERE\n}\n'),
     ("python-pybind-import", "CPP-PYTHON", 'void f() {\n  auto sp = py::module_::import("subprocess");  // HERE\n}\n'),
+    # the Python C API and pybind11 reaching the harness's objects (the worker and its timer) from C++
+    ("reach-frame", "CPP-INTROSPECT", "void f() {\n  PyFrameObject* frame = PyEval_GetFrame();  // HERE\n}\n"),
+    ("reach-frame-back", "CPP-INTROSPECT", "PyFrameObject* f(PyFrameObject* frame) {\n  return PyFrame_GetBack(frame);  // HERE\n}\n"),
+    ("reach-thread-state", "CPP-INTROSPECT", "void f() {\n  auto* frame = PyThreadState_GetFrame(PyThreadState_Get());  // HERE\n}\n"),
+    ("reach-private-api", "CPP-INTROSPECT", "void f() {\n  auto* state = _PyThreadState_GET();  // HERE\n}\n"),
+    ("reach-gc-visit", "CPP-INTROSPECT", "int visit(PyObject* o, void* arg);\nvoid f() {\n  PyUnstable_GC_VisitObjects(visit, nullptr);  // HERE\n}\n"),
+    ("reach-sys-modules", "CPP-INTROSPECT", 'void f() {\n  PyObject* modules = PySys_GetObject("modules");  // HERE\n}\n'),
+    ("reach-module-dict", "CPP-INTROSPECT", "void f(PyObject* m) {\n  PyObject* globals = PyModule_GetDict(m);  // HERE\n}\n"),
+    ("reach-setattr-c", "CPP-INTROSPECT", "void f(PyObject* o, PyObject* name, PyObject* v) {\n  PyObject_SetAttr(o, name, v);  // HERE\n}\n"),
+    ("reach-pybind-setattr", "CPP-INTROSPECT", 'void f(py::object timer, py::object fake) {\n  py::setattr(timer, "measure", fake);  // HERE\n}\n'),
+    ("reach-attr-assignment", "CPP-INTROSPECT", 'void f(py::object timer, py::object fake) {\n  timer.attr("measure") = fake;  // HERE\n}\n'),
+    ("reach-attr-computed", "CPP-INTROSPECT", 'void f(py::object o, std::string name) {\n  auto v = o.attr(name.c_str());  // HERE\n}\n'),
+    ("reach-getattr-computed", "CPP-INTROSPECT", 'void f(py::object o, const char* name) {\n  auto v = py::getattr(o, name);  // HERE\n}\n'),
+    ("reach-import-computed", "CPP-INTROSPECT", 'void f(std::string name) {\n  auto m = py::module_::import(name.c_str());  // HERE\n}\n'),
+    ("reach-import-gc", "CPP-INTROSPECT", 'void f() {\n  auto gc = py::module_::import("gc");  // HERE\n}\n'),
+    ("reach-import-sys-c", "CPP-INTROSPECT", 'void f() {\n  PyObject* sys = PyImport_ImportModule("sys");  // HERE\n}\n'),
+    ("reach-frame-name", "CPP-INTROSPECT", 'py::object f(py::object tb) {\n  return tb.attr("tb_frame");  // HERE\n}\n'),
+    ("reach-frame-name-split", "CPP-INTROSPECT", 'py::object f(py::object frame) {\n  return frame.attr("f_" "back");  // HERE\n}\n'),
+    ("reach-dict-name", "CPP-INTROSPECT", 'py::object f(py::object o) {\n  return o.attr("__dict__");  // HERE\n}\n'),
+    ("reach-module-name-outside-its-body", "CPP-INTROSPECT",
+     'void patch(py::object m, py::object fake) {\n  m.attr("measure") = fake;  // HERE\n}\nPYBIND11_MODULE(ext, m) {\n  m.def("patch", &patch);\n}\n'),
+    ("reach-globals", "CPP-INTROSPECT", "void f() {\n  auto g = py::globals();  // HERE\n}\n"),
+    ("reach-frame-struct", "CPP-INTROSPECT", "PyObject* f(PyTracebackObject* tb) {\n  return (PyObject*)tb->tb_frame;  // HERE\n}\n"),
+    ("reach-type-dict", "CPP-INTROSPECT", 'void f(PyObject* o, PyObject* fake) {\n  PyDict_SetItemString(Py_TYPE(o)->tp_dict, "measure", fake);  // HERE\n}\n'),
+    ("reach-method-table", "CPP-INTROSPECT", "void f(PyCFunctionObject* clock, PyCFunction fake) {\n  clock->m_ml->ml_meth = fake;  // HERE\n}\n"),
+    ("reach-traceback", "CPP-INTROSPECT", "void f(PyObject* e) {\n  PyObject* tb = PyException_GetTraceback(e);  // HERE\n}\n"),
 ]
 
 
@@ -674,6 +700,12 @@ CPP_NEAR_MISSES: list[tuple[str, str, str]] = [
     ("ptr-kernel-args", "CPP-PTR-KEY", "void f(torch::Tensor x) {\n  TORCH_CHECK(reinterpret_cast<uintptr_t>(x.data_ptr()) % 16 == 0);\n  TORCH_CHECK(x.data_ptr() != nullptr);\n  k<<<1, 32>>>(x.data_ptr<float>(), out[0]);\n}\n"),
     ("precision-false", "CPP-PRECISION", "void f() {\n  at::globalContext().setAllowTF32CuBLAS(false);\n}\n"),
     ("python-import-torch", "CPP-PYTHON", 'void f() {\n  auto torch = py::module_::import("torch");\n}\n'),
+    ("reach-pybind-module-and-calls", "CPP-INTROSPECT",
+     'torch::Tensor scale(torch::Tensor x, double a) { return x * a; }\n'
+     'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n  m.def("scale", &scale, "x * a");\n  m.attr("__version__") = "1.0";\n'
+     '  auto torch = py::module_::import("torch");\n  auto stack = torch.attr("stack");\n  py::gil_scoped_release release;\n}\n'),
+    ("reach-lookalikes", "CPP-INTROSPECT",
+     'struct Frame { int back; };\nint f(Frame* frame, bool ok) {\n  TORCH_CHECK(ok, "f_back is not a kernel argument");\n  return frame->back == 0;\n}\n'),
     ("file-filesystem-lookalike", "CPP-FILE-WRITE", "void f(fs_state& fs) { remove_all(fs); }\n"),
     ("stream-create", "CPP-THREAD", "void f() {\n  cudaStream_t s;\n  cudaStreamCreate(&s);\n  cudaStreamDestroy(s);\n}\n"),
 ]

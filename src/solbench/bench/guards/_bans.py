@@ -82,6 +82,11 @@ _ban("PY-INTROSPECT", "inspects or hooks the interpreter (frames, tracing, the o
      "gc.get_referents", "gc.callbacks", "traceback.walk_stack", "traceback.walk_tb", "traceback.extract_stack",
      "traceback.StackSummary", "_testcapi", "_xxsubinterpreters")
 
+# attribute names that reach frames, globals or code of others, whatever the object (Python's attribute
+# loads; C++'s .attr("...") and string literals)
+FRAME_ATTRS = frozenset({"f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "tb_frame", "gi_frame", "cr_frame",
+                         "ag_frame", "__globals__", "__subclasses__", "__closure__", "__code__", "__builtins__", "gi_code", "cr_code"})
+
 _ban("PY-PROFILER", "controls the profiler the timing relies on", "cupti", "cupti_python", "torch.profiler.profile",
      "torch.profiler._KinetoProfile", "torch.autograd.profiler.profile", "torch.autograd.profiler.emit_itt",
      "torch.autograd.profiler._disable_profiler", "torch.autograd.profiler._enable_profiler", "torch._C._autograd",

@@ -11,9 +11,10 @@ Three views of one file share offsets (so one line table serves all):
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 
-from solbench.bench.guards._bans import banned_module
+from solbench.bench.guards._bans import FRAME_ATTRS, banned_module
 from solbench.bench.guards._model import Collector, Finding, byte_sequence_kind, path_escape_reason, text_blob, text_opaque, SYSTEM_PATH
 
 _LEX = re.compile(  # the lookahead lets the engine skip quickly to where a literal or comment can start
@@ -233,7 +234,33 @@ _tokens("CPP-DEVICE", "any", "controls the GPU through NVML", "nvmlDeviceResetGp
 _tokens("CPP-PYTHON", "any", "runs Python code from C++", "Py_CompileString", "Py_CompileStringExFlags",
         "Py_CompileStringObject", "PyEval_EvalCode", "PyEval_EvalCodeEx", "PySys_SetObject", "PyImport_ExecCodeModule",
         "PyImport_ExecCodeModuleEx", "PyMarshal_ReadObjectFromString", "PyObject_SetAttrString", "PyObject_GenericSetAttr")
+# The Python C API that reaches the objects of the harness (the worker, its timer) from an extension: what
+# the Python rules refuse as PY-INTROSPECT (frames, gc, sys.modules) and PY-PATCH, reached from C++.
+_REACH = "reaches the interpreter's frames, threads, modules or objects from C++"
+_tokens("CPP-INTROSPECT", "any", _REACH,
+        "PyEval_GetFrame", "PyEval_GetLocals", "PyEval_GetGlobals", "PyEval_GetBuiltins", "PyEval_GetFrameLocals",
+        "PyEval_GetFrameGlobals", "PyEval_GetFrameBuiltins", "PyEval_SetTrace", "PyEval_SetProfile", "PyEval_SetTraceAllThreads",
+        "PyEval_SetProfileAllThreads", "PyThreadState_Get", "PyThreadState_GetUnchecked", "PyThreadState_GetFrame",
+        "PyThreadState_GetDict", "PyThreadState_Next", "PyGILState_GetThisThreadState", "PyInterpreterState_Get",
+        "PyInterpreterState_GetDict", "PyInterpreterState_Head", "PyInterpreterState_Main", "PyInterpreterState_Next",
+        "PyInterpreterState_ThreadHead", "PySys_AddAuditHook", "PySys_GetObject", "PySys_GetAttr", "PySys_GetAttrString",
+        "PySys_GetOptionalAttr", "PySys_GetOptionalAttrString", "PyImport_GetModuleDict", "PyImport_GetModule",
+        "PyImport_AddModule", "PyImport_AddModuleObject", "PyImport_AddModuleRef", "PyImport_Import", "PyImport_ReloadModule",
+        "PyObject_SetAttr", "PyObject_DelAttr", "PyObject_DelAttrString", "PyObject_GetAttr", "PyObject_GenericSetDict",
+        "PyObject_GenericGetDict", "PyModule_GetDict", "PyType_GetDict", "PyException_GetTraceback", "PyTraceBack_Here",
+        "PyErr_Fetch", "PyErr_GetRaisedException", "PyErr_GetHandledException", "PyErr_GetExcInfo", "PyCell_Get", "PyCell_Set",
+        "PyMethod_Self", "PyMethod_Function", "PyInstanceMethod_Function")
+# the same reached through CPython's structs: a frame's or traceback's fields, a type's dict and attribute slots,
+# a builtin function's method table (rewriting ml_meth swaps the C function behind time.perf_counter)
+_tokens("CPP-INTROSPECT", "any", _REACH, *sorted(FRAME_ATTRS), "tp_dict", "tp_setattro", "tp_getattro", "tp_dictoffset",
+        "Py_SET_TYPE", "m_ml", "ml_meth")
 _PREFIXES = (("cupti", ("CPP-PROFILER", "any", "CUPTI calls control the profiler the timing relies on")),
+             ("PyFrame_", ("CPP-INTROSPECT", "any", _REACH)),
+             ("PyFunction_", ("CPP-INTROSPECT", "any", _REACH)),
+             ("PyCode_", ("CPP-INTROSPECT", "any", _REACH)),
+             ("PyUnstable_", ("CPP-INTROSPECT", "any", _REACH)),
+             ("PyGC_", ("CPP-INTROSPECT", "any", _REACH)),
+             ("_Py", ("CPP-INTROSPECT", "any", "CPython's private API: " + _REACH)),
              ("PyRun_", ("CPP-PYTHON", "any", "runs Python code from C++")),
              ("nvmlDeviceSet", ("CPP-DEVICE", "any", "controls the GPU through NVML")))
 _FILE_OPEN = {"fopen", "fopen64", "freopen", "_wfopen", "fdopen", "open", "open64", "openat"}
@@ -285,6 +312,21 @@ _FS_WRITES = {"remove", "remove_all", "rename", "copy", "copy_file", "copy_symli
               "current_path"}
 _PYBIND_EXEC = re.compile(r"(?<![\w$])(?:py|pybind11)\s*::\s*(?:exec|eval|eval_file)\s*[<(]")
 _PYBIND_IMPORT = re.compile(r"(?<![\w$])(?:py|pybind11)\s*::\s*module_?\s*::\s*import\s*\(\s*\"([^\"]*)\"|PyImport_ImportModule\w*\s*\(\s*\"([^\"]*)\"")
+_PYBIND_REACH = re.compile(r"(?<![\w$])(?:py|pybind11)\s*::\s*(setattr|delattr|globals)\s*\(")
+_PYBIND_IMPORT_CALL = re.compile(r"(?<![\w$])(?:(?:py|pybind11)\s*::\s*module_?\s*::\s*import|PyImport_ImportModule\w*)\s*\(")
+_NAMED_LOOKUP = re.compile(r"(?<![\w$])(?:(?:py|pybind11)\s*::\s*(?:getattr|hasattr)|PyObject_GetAttrString|PyObject_HasAttrString)\s*\(")
+_ATTR_CALL = re.compile(r"(?<![\w$])(\w*)\s*(?:\.|->)\s*attr\s*\(")
+_IMPORT_THEN_ATTR = re.compile(r"import\s*\(\s*\"([\w.]+)\"\s*\)\s*\.\s*attr\s*\(\s*\"(\w+)\"")
+_BRACE = re.compile(r"[{}]")
+_MODULE_VARIABLE = re.compile(r"PYBIND11_MODULE\s*\(\s*\w+\s*,\s*(\w+)")
+# Python modules that a kernel's C++ has no use for and that reach frames, objects or the import system
+_CPP_IMPORT_BANS = frozenset({"sys", "gc", "inspect", "traceback", "threading", "_thread", "builtins", "importlib", "types",
+                              "weakref", "faulthandler", "tracemalloc", "atexit", "signal", "__main__", "solbench"})
+# names that reach frames, globals, object dicts or the import system (FRAME_ATTRS and the functions of sys, gc, inspect)
+_REACH_NAMES = FRAME_ATTRS | {"_getframe", "_getframemodulename", "_current_frames", "_current_exceptions", "settrace", "setprofile",
+                              "addaudithook", "get_objects", "get_referrers", "get_referents", "currentframe", "__dict__",
+                              "__class__", "__self__", "__func__", "__traceback__", "__wrapped__", "__setattr__", "__delattr__",
+                              "meta_path", "path_hooks", "__import__", "__loader__"}
 _WRITE_FLAGS = re.compile(r"\bO_(?:WRONLY|RDWR|CREAT|TRUNC|APPEND)\b")
 _STRING_LITERAL = re.compile(r"\"((?:\\.|[^\"\\\n])*)\"")
 _NET_HEADERS = re.compile(r"^(?:sys/socket\.h|netinet/|arpa/inet\.h|netdb\.h|curl/|sys/un\.h|linux/if_)")
@@ -315,6 +357,7 @@ def _analyze_cpp(source: str, path: str, line_offset: int) -> list[Finding]:
         _check_blobs(src, out)
         _check_regex_rules(src, out)
         _check_memo(src, out)
+        _check_python_reach(src, out)
     except Exception as error:  # fail closed: a file the analyser cannot read is not waved through
         out.add("ANALYZER-LIMIT", 1, f"could not be analysed ({type(error).__name__}: {str(error)[:80]})")
     return out.sorted()
@@ -604,3 +647,69 @@ def _check_regex_rules(src: _Source, out: Collector) -> None:
         hit = banned_module(module)
         if hit:
             out.add("CPP-PYTHON", src.line(match.start()), f"imports the Python module {module!r} from C++: {hit}")
+
+
+def _module_bodies(bare: str) -> list[tuple[str, int, int]]:
+    """(module variable, start, end) of each PYBIND11_MODULE(name, variable) { ... } body."""
+    bodies = []
+    for match in itertools.islice(_MODULE_VARIABLE.finditer(bare), 8):  # one per extension; more are not given the exception
+        begin, depth, end = bare.find("{", match.end()), 0, len(bare)
+        for brace in _BRACE.finditer(bare, max(begin, 0)):
+            depth += 1 if brace.group() == "{" else -1
+            if depth == 0:
+                end = brace.start()
+                break
+        if begin >= 0:
+            bodies.append((match.group(1), begin, end))
+    return bodies
+
+
+def _argument(src: _Source, name_end: int, index: int) -> str | None:
+    """The code text of a call's argument `index` (the call's name ends at name_end), or None."""
+    call = src.call_args(name_end)
+    return call[1][index] if call is not None and len(call[1]) > index else None
+
+
+def _check_python_reach(src: _Source, out: Collector) -> None:
+    """What CPP-INTROSPECT refuses beyond its tokens: pybind11's attribute writes and globals, names and modules
+    looked up by a computed string, Python modules a kernel has no use for, and introspection names in strings."""
+    bare, code = src.bare, src.code
+    if "py" not in bare and "Py" not in bare and "attr" not in bare:
+        return
+    for match in _PYBIND_REACH.finditer(bare):
+        out.add("CPP-INTROSPECT", src.line(match.start()), f"py::{match.group(1)}: writes attributes or reads the globals of Python objects")
+    for regex, what in ((_PYBIND_IMPORT_CALL, "imports a Python module"), (_NAMED_LOOKUP, "looks up an attribute")):
+        for match in regex.finditer(bare):
+            argument = _argument(src, match.end() - 1, 0 if regex is _PYBIND_IMPORT_CALL else 1)
+            literal = _literal(argument)
+            line = src.line(match.start())
+            if literal is None:
+                out.add("CPP-INTROSPECT", line, f"{what} by a computed name: defeats the static checks")
+            elif regex is _PYBIND_IMPORT_CALL and literal.split(".")[0] in _CPP_IMPORT_BANS:
+                out.add("CPP-INTROSPECT", line, f"imports the Python module {literal!r} from C++: it reaches frames, objects or the import system")
+    modules = _module_bodies(bare)
+    for match in _ATTR_CALL.finditer(bare):
+        open_at = match.end() - 1
+        close = src.closing(open_at)
+        line = src.line(match.start())
+        argument = _argument(src, open_at, 0)
+        if argument is not None and _literal(argument) is None:
+            out.add("CPP-INTROSPECT", line, ".attr() with a computed name: defeats the static checks")
+        given = any(name == match.group(1) and begin < match.start() < end for name, begin, end in modules)
+        if close > 0 and re.match(r"\s*=(?!=)", bare[close + 1:close + 4]) and not given:
+            out.add("CPP-INTROSPECT", line, ".attr(...) = ...: writes an attribute of a Python object (only a PYBIND11_MODULE's own module may be given attributes)")
+    for match in _IMPORT_THEN_ATTR.finditer(code):
+        hit = banned_module(f"{match.group(1)}.{match.group(2)}")
+        if hit:
+            out.add("CPP-INTROSPECT", src.line(match.start()), f"{match.group(1)}.{match.group(2)} from C++: {hit}")
+    for start, _, content in src.strings:
+        if content.strip() in _REACH_NAMES:
+            out.add("CPP-INTROSPECT", src.line(start), f"names {content.strip()!r} in a string: it reaches frames, globals or object internals")
+
+
+def _literal(argument: str | None) -> str | None:
+    """The string an argument is, when it is string literals only (adjacent ones merged), else None."""
+    pieces = _STRING_LITERAL.findall(argument or "")
+    if not pieces or _STRING_LITERAL.sub("", argument or "").strip():
+        return None
+    return _unescape("".join(pieces))

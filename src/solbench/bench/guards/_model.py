@@ -97,6 +97,7 @@ RULES: dict[str, tuple[str, str]] = {
     "CPP-PTR-KEY": (WARN, "data_ptr() used as a map key or in an equality comparison (identity of inputs)"),
     "CPP-PROFILER": (REJECT, "controls the profiler the timing relies on (CUPTI, cudaProfilerStart/Stop)"),
     "CPP-DEVICE": (REJECT, "controls the GPU through NVML (clocks, power)"),
+    "CPP-INTROSPECT": (REJECT, "reaches the interpreter from C++: frames, thread and interpreter state, module and object dicts (PyEval_GetFrame, PyFrame_*, _Py*, PySys_GetObject), attribute writes (py::setattr, .attr(...) = ), names looked up by a computed string, introspection names (f_back, __dict__, ...)"),
     "CPP-PYTHON": (REJECT, "runs Python code or imports forbidden Python modules from C++ (PyRun_*, py::exec/eval, py::module_::import of banned modules)"),
     # --- any file ---
     "SRC-BINARY": (REJECT, "a source file that is a binary (.so, .o, .cubin, .fatbin, ...) or holds a binary image"),

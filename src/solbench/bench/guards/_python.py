@@ -30,6 +30,7 @@ from solbench.bench.guards._model import (
     text_blob, text_opaque,
 )
 from solbench.bench.guards._bans import (
+    FRAME_ATTRS,
     _BUILTIN_NAMES, _CACHE_DECORATORS, _CONFIG_OK, _CONTAINER_CALLS, _DOWNCAST_DTYPES, _DYNAMIC_IMPORTS, _ENV_TUNING, _ENV_TUNING_PREFIXES, _KNOWN_LIBRARIES, _L2_NAME,
     _LIBRARY_NAMES, _PATH_CONSTANTS, _PATH_WRITE_FUNCS, _PRECISION_DEFAULT_TRUE, _PRECISION_FLAGS, _PROFILER_NAMES, _READ_FUNCS, _SCOPED, _SENSITIVE, _STAR_NAMES,
     _STDLIB, _TEMPFILE_DIR_ARG, _WRITERS, _YAML_LOADS, _YAML_SAFE_LOADERS, _match, _normalise,
@@ -42,9 +43,7 @@ _VIEWS_AND_COPIES = {"clone", "detach", "expand", "expand_as", "view", "view_as"
                      "float", "half", "bfloat16", "type_as", "squeeze", "unsqueeze", "flatten", "permute", "transpose", "t",
                      "narrow", "repeat", "copy", "cpu", "cuda"}
 
-# attribute loads that reach frames, globals or code of others, whatever the object
-_FRAME_ATTRS = {"f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "tb_frame", "gi_frame", "cr_frame",
-                "ag_frame", "__globals__", "__subclasses__", "__closure__", "__code__", "__builtins__", "gi_code", "cr_code"}
+_FRAME_ATTRS = FRAME_ATTRS  # attribute loads that reach frames, globals or code of others, whatever the object
 
 # attribute stores that change what an object is or how a function behaves, whatever the object
 _IDENTITY_ATTRS = {"__class__", "__code__", "__globals__", "__bases__", "__defaults__", "__kwdefaults__", "__dict__", "__call__"}
