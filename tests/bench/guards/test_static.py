@@ -718,6 +718,46 @@ def test_cpp_near_miss_stays_silent(rule: str, source: str):
     assert not rejects(findings), findings
 
 
+def _closing_by_scan(bare: str, open_at: int, limit: int) -> int:
+    """What _Source.closing answers, read the slow way: scan forward counting depth."""
+    depth = 0
+    for index in range(open_at, min(len(bare), open_at + limit)):
+        ch = bare[index]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+        elif ch == ";" and depth <= 1:
+            return -1
+    return -1
+
+
+def test_the_parentheses_matched_in_one_pass_close_where_a_scan_finds_them():
+    import random
+
+    from solbench.bench.guards._cpp import _Source
+
+    draw = random.Random(7)
+    checked = 0
+    for _ in range(1500):
+        source = _Source("".join(draw.choice("(();a, \n") for _ in range(draw.randint(1, 60))))
+        for index, ch in enumerate(source.bare):
+            if ch == "(":
+                for limit in (4, 16, 20000):
+                    assert source.closing(index, limit) == _closing_by_scan(source.bare, index, limit), (source.bare, index, limit)
+                    checked += 1
+    assert checked > 10000
+
+
+def test_a_file_of_calls_nested_a_hundred_thousand_deep_is_refused_not_read_for_ever():
+    """Each call's arguments read whole made such a file quadratic (minutes to hours); now reading stops
+    at a limit and the file is refused as unanalysable."""
+    source = "fopen(" * 100_000 + ")" * 100_000
+    assert "ANALYZER-LIMIT" in {f.rule for f in rejects(analyze_cpp(source, "deep.cpp"))}
+
+
 def test_cpp_opaque_long_initializer_warns():
     source = "const unsigned char table[] = {" + ", ".join(str(i % 256) for i in range(5000)) + "};\n"
     findings = analyze_cpp(source, "table.cu")

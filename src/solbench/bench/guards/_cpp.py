@@ -31,6 +31,8 @@ _ESCAPE = re.compile(r"\\(x[0-9a-fA-F]{1,8}|[0-7]{1,3}|u[0-9a-fA-F]{4}|U[0-9a-fA
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "a": "\a", "b": "\b", "f": "\f", "v": "\v", "\n": ""}
 _INCLUDE = re.compile(r"(?m)^[ \t]*#[ \t]*include[ \t]*([<\"])([^>\"\n]*)[>\"][^\n]*")
 _CALL_AFTER = re.compile(r"\s*\(")
+_PAREN_OR_SEMICOLON = re.compile(r"[();]")
+ARGUMENT_SCAN_LIMIT = 20_000_000  # ten times the largest source read: legitimate code reads each argument list about once
 _QUALIFIER = re.compile(r"(\w*)\s*::\s*$")
 
 
@@ -120,6 +122,8 @@ class _Source:
         self._string_starts = [s[0] for s in self.strings]
         self._newlines = [m.start() for m in re.finditer("\n", text)]
         self.lower = self.code.lower()
+        self._closes: dict[int, int] | None = None
+        self.scanned = 0  # characters of call arguments read (call_args)
 
     def in_define(self, offset: int) -> bool:
         """Whether the offset is on a #define line (continuation lines included)."""
@@ -142,23 +146,31 @@ class _Source:
         return out
 
     def closing(self, open_at: int, limit: int = 20000) -> int:
-        """Offset of the parenthesis that closes the one at `open_at` (in bare), or -1."""
-        depth = 0
-        bare = self.bare
-        stop = min(len(bare), open_at + limit)
-        index = open_at
-        while index < stop:
-            ch = bare[index]
+        """Offset of the parenthesis that closes the one at `open_at` (in bare), or -1: none within `limit`
+        characters, or a ';' directly inside it (not a call's argument list)."""
+        if self._closes is None:
+            self._closes = self._match_parentheses()
+        close = self._closes.get(open_at, -1)
+        return close if 0 <= close < open_at + limit else -1
+
+    def _match_parentheses(self) -> dict[int, int]:
+        """Every '(' of bare with its ')' (-1 where a ';' lies directly inside it or none closes it), in one
+        pass: looking each call's end up by scanning made a file of many unclosed calls quadratic."""
+        closes: dict[int, int] = {}
+        stack: list[int] = []
+        for match in _PAREN_OR_SEMICOLON.finditer(self.bare):
+            ch, index = match.group(), match.start()
             if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0:
-                    return index
-            elif ch == ";" and depth <= 1:
-                return -1
-            index += 1
-        return -1
+                stack.append(index)
+                closes[index] = -1
+            elif ch == ";":
+                if stack:
+                    closes[stack[-1]] = -2  # stays unmatched, whatever closes it later
+            elif stack:
+                opened = stack.pop()
+                if closes[opened] == -1:
+                    closes[opened] = index
+        return {key: value if value >= 0 else -1 for key, value in closes.items()}
 
     def call_args(self, name_end: int) -> tuple[int, list[str]] | None:
         """(offset of '(', arguments as code text split at top-level commas) of a call whose name ends at name_end."""
@@ -169,6 +181,9 @@ class _Source:
         close = self.closing(open_at)
         if close < 0:
             return None
+        self.scanned += close - open_at
+        if self.scanned > ARGUMENT_SCAN_LIMIT:  # nested calls, each read whole: fail closed rather than go quadratic
+            raise ValueError(f"more than {ARGUMENT_SCAN_LIMIT} characters of call arguments read")
         args, depth, begin = [], 0, open_at + 1
         for index in range(open_at + 1, close):
             ch = self.bare[index]
