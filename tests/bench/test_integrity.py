@@ -24,6 +24,8 @@ PATCHES = {
     "timing.time = type(sys)('time')": "solbench.bench.timing.time was replaced",
     "del statistics.median": "statistics.median was deleted",
     "torch.manual_seed = lambda seed: None": "torch.manual_seed was replaced",
+    "sys.settrace(lambda *a: None)": "a hook was installed or removed (sys.settrace)",
+    "import threading; threading.setprofile(lambda *a: None)": "a hook was installed or removed (threading.setprofile)",
     # not changes: what torch.compile, Triton and precision-raising settings do
     "import triton, torch._dynamo; f = torch.compile(lambda x: x * 2, dynamic=True); f(torch.ones(8))": None,
     "torch.backends.cuda.matmul.allow_tf32 = False; torch.set_float32_matmul_precision('highest')": None,

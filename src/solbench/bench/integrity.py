@@ -75,9 +75,24 @@ class _Pin:
     state: frozenset[str]  # names the object rebinds as it works
 
 
+def _interpreter_hooks() -> dict[str, Any]:
+    """The trace and profile functions installed (sys, threading) and the sys.monitoring tools in use: a hook
+    gets every frame the harness runs, and nothing the worker does installs one."""
+    import threading
+
+    hooks: dict[str, Any] = {"sys.settrace": sys.gettrace(), "sys.setprofile": sys.getprofile(),
+                             "threading.settrace": getattr(threading, "gettrace", lambda: None)(),
+                             "threading.setprofile": getattr(threading, "getprofile", lambda: None)()}
+    monitoring = getattr(sys, "monitoring", None)
+    for tool in range(6) if monitoring is not None else ():
+        hooks[f"sys.monitoring tool {tool}"] = monitoring.get_tool(tool)
+    return hooks
+
+
 class Snapshot:
     def __init__(self, extra_modules: Iterable[str] = ()):
         self.pins: dict[str, _Pin] = {}
+        self.hooks = _interpreter_hooks()
         self.entries: dict[tuple[str, str], tuple[Any, ...]] = {}
         self.modules: dict[str, int] = {}
         self.classes: dict[str, tuple[str, str]] = {}  # owner name -> (module name, attribute)
@@ -150,7 +165,9 @@ class Snapshot:
 
     def changes(self, limit: int = 10) -> list[str]:
         """What was rebound, replaced or deleted since the snapshot (at most `limit` items)."""
-        found: list[str] = self._pin_changes()[:limit]
+        found: list[str] = [f"a hook was installed or removed ({name})" for name, hook in _interpreter_hooks().items()
+                            if hook is not self.hooks.get(name) and hook != self.hooks.get(name)]
+        found += self._pin_changes()[:limit]
         for name, identity in self.modules.items():
             module = sys.modules.get(name)
             if module is None or id(module) != identity:

@@ -66,6 +66,12 @@ _ban("PY-DECODE", "a deserialiser that builds arbitrary Python objects from the 
 
 _ban("PY-EXEC", "runs code built at run time", "builtins.exec", "builtins.eval", "builtins.compile", "runpy", "code.interact",
      "code.InteractiveInterpreter", "code.InteractiveConsole", "codeop")
+# Standard modules that compile and run a string (or a docstring, or an annotation) they are given: the code
+# in it is out of this analysis's sight (timeit's stmt and setup, doctest's examples, string annotations
+# evaluated by typing and inspect, logging.config's factories named by strings and its listen() socket)
+_ban("PY-EXEC", "runs code held in a string (the code is out of the analysis's sight)", "timeit", "doctest",
+     "typing.get_type_hints", "typing.ForwardRef", "typing._eval_type", "inspect.get_annotations", "annotationlib",
+     "logging.config", "pkgutil.resolve_name")
 
 _ban("PY-PATCH", "patches code it does not own", "unittest.mock")
 
@@ -80,12 +86,24 @@ _ban("PY-INTROSPECT", "inspects or hooks the interpreter (frames, tracing, the o
      "threading.settrace_all_threads", "threading.setprofile_all_threads", "inspect.stack", "inspect.currentframe",
      "inspect.getouterframes", "inspect.getinnerframes", "inspect.trace", "gc.get_objects", "gc.get_referrers",
      "gc.get_referents", "gc.callbacks", "traceback.walk_stack", "traceback.walk_tb", "traceback.extract_stack",
-     "traceback.StackSummary", "_testcapi", "_xxsubinterpreters")
+     "traceback.StackSummary", "_testcapi", "_xxsubinterpreters",
+     # debuggers and profilers hook every call (their callbacks get each frame, the harness's included) and run
+     # code given as strings; inspect's frame readers and logging's currentframe (sys._getframe by another name)
+     "bdb", "pdb", "trace", "profile", "cProfile", "_lsprof", "logging.currentframe", "inspect.getargvalues",
+     "inspect.getframeinfo", "inspect.getgeneratorlocals", "inspect.getcoroutinelocals", "inspect.getasyncgenlocals",
+     "inspect.getclosurevars", "_testinternalcapi", "_testlimitedcapi", "_testmultiphase")
 
 # attribute names that reach frames, globals or code of others, whatever the object (Python's attribute
 # loads; C++'s .attr("...") and string literals)
 FRAME_ATTRS = frozenset({"f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace", "tb_frame", "gi_frame", "cr_frame",
                          "ag_frame", "__globals__", "__subclasses__", "__closure__", "__code__", "__builtins__", "gi_code", "cr_code"})
+
+# names that, looked up by a string (C++'s .attr("..."), operator.attrgetter/methodcaller), reach frames, globals,
+# object dicts or the import system: FRAME_ATTRS and the functions of sys, gc and inspect that do
+REACH_NAMES = FRAME_ATTRS | {"_getframe", "_getframemodulename", "_current_frames", "_current_exceptions", "settrace", "setprofile",
+                             "addaudithook", "get_objects", "get_referrers", "get_referents", "currentframe", "__dict__",
+                             "__class__", "__self__", "__func__", "__traceback__", "__wrapped__", "__setattr__", "__delattr__",
+                             "meta_path", "path_hooks", "__import__", "__loader__"}
 
 _ban("PY-PROFILER", "controls the profiler the timing relies on", "cupti", "cupti_python", "torch.profiler.profile",
      "torch.profiler._KinetoProfile", "torch.autograd.profiler.profile", "torch.autograd.profiler.emit_itt",

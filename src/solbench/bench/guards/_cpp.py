@@ -14,7 +14,7 @@ import bisect
 import itertools
 import re
 
-from solbench.bench.guards._bans import FRAME_ATTRS, banned_module
+from solbench.bench.guards._bans import FRAME_ATTRS, REACH_NAMES, banned_module
 from solbench.bench.guards._model import Collector, Finding, byte_sequence_kind, path_escape_reason, text_blob, text_opaque, SYSTEM_PATH
 
 _LEX = re.compile(  # the lookahead lets the engine skip quickly to where a literal or comment can start
@@ -337,11 +337,6 @@ _MODULE_VARIABLE = re.compile(r"PYBIND11_MODULE\s*\(\s*\w+\s*,\s*(\w+)")
 # Python modules that a kernel's C++ has no use for and that reach frames, objects or the import system
 _CPP_IMPORT_BANS = frozenset({"sys", "gc", "inspect", "traceback", "threading", "_thread", "builtins", "importlib", "types",
                               "weakref", "faulthandler", "tracemalloc", "atexit", "signal", "__main__", "solbench"})
-# names that reach frames, globals, object dicts or the import system (FRAME_ATTRS and the functions of sys, gc, inspect)
-_REACH_NAMES = FRAME_ATTRS | {"_getframe", "_getframemodulename", "_current_frames", "_current_exceptions", "settrace", "setprofile",
-                              "addaudithook", "get_objects", "get_referrers", "get_referents", "currentframe", "__dict__",
-                              "__class__", "__self__", "__func__", "__traceback__", "__wrapped__", "__setattr__", "__delattr__",
-                              "meta_path", "path_hooks", "__import__", "__loader__"}
 _WRITE_FLAGS = re.compile(r"\bO_(?:WRONLY|RDWR|CREAT|TRUNC|APPEND)\b")
 _STRING_LITERAL = re.compile(r"\"((?:\\.|[^\"\\\n])*)\"")
 _NET_HEADERS = re.compile(r"^(?:sys/socket\.h|netinet/|arpa/inet\.h|netdb\.h|curl/|sys/un\.h|linux/if_)")
@@ -718,7 +713,7 @@ def _check_python_reach(src: _Source, out: Collector) -> None:
         if hit:
             out.add("CPP-INTROSPECT", src.line(match.start()), f"{match.group(1)}.{match.group(2)} from C++: {hit}")
     for start, _, content in src.strings:
-        if content.strip() in _REACH_NAMES:
+        if content.strip() in REACH_NAMES:
             out.add("CPP-INTROSPECT", src.line(start), f"names {content.strip()!r} in a string: it reaches frames, globals or object internals")
 
 

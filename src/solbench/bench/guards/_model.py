@@ -37,8 +37,8 @@ RULES: dict[str, tuple[str, str]] = {
     "PY-BLOB": (REJECT, "a literal holds a binary image (ELF/cubin/fatbin) raw, in base64, in hex or as a list of byte values"),
     "PY-OPAQUE": (WARN, "a long opaque literal (base64/hex text, binary bytes or a long byte list) with no recognisable header"),
     "PY-ASM": (WARN, "inline PTX in a Triton kernel (tl.inline_asm_elementwise)"),
-    "PY-EXEC": (REJECT, "runs code built at run time (exec, eval, compile, runpy)"),
-    "PY-DYNAMIC": (REJECT, "dynamic import with a computed name, or computed attribute lookup on os/sys/builtins/importlib/... (defeats these checks)"),
+    "PY-EXEC": (REJECT, "runs code built at run time (exec, eval, compile, runpy) or held in a string (timeit, doctest, string annotations evaluated by typing/inspect, logging.config, pkgutil.resolve_name)"),
+    "PY-DYNAMIC": (REJECT, "dynamic import with a computed name, computed attribute lookup on os/sys/builtins/importlib/..., or __import__/getattr/attrgetter passed as values (defeats these checks)"),
     "PY-GETATTR": (WARN, "attribute lookup with a computed name on an imported module"),
     "PY-PATCH": (REJECT, "assigns, sets or deletes attributes of modules or classes the solution did not define (monkey-patching), overrides aten kernels"),
     "PY-CONFIG": (WARN, "writes a library's global configuration object (triton.knobs)"),
@@ -48,7 +48,7 @@ RULES: dict[str, tuple[str, str]] = {
     "PY-SHADOW": (REJECT, "a solution file named like a library module (os.py, subprocess.py, ctypes/__init__.py, torch/...; at the "
                           "solution's root or beside an entry point in a subfolder, both on sys.path): while the "
                           "solution is imported it stands in for the library in modules imported then; rename it"),
-    "PY-INTROSPECT": (REJECT, "inspects or hooks the interpreter: frames (sys._getframe, inspect.stack, f_back/f_globals), settrace/setprofile, audit hooks, gc.get_objects/get_referrers"),
+    "PY-INTROSPECT": (REJECT, "inspects or hooks the interpreter: frames (sys._getframe, inspect.stack, f_back/f_globals), settrace/setprofile, debuggers and profilers (bdb, pdb, trace, profile, cProfile), audit hooks, gc.get_objects/get_referrers, such names looked up through operator.attrgetter/methodcaller"),
     "PY-PROFILER": (REJECT, "controls the profiler the timing relies on (CUPTI, torch.profiler.profile, cudaProfilerStart/Stop)"),
     "PY-DEVICE": (REJECT, "controls the GPU through NVML (pynvml): clocks, power, application clocks"),
     "PY-DISPATCH": (WARN, "installs a torch function/dispatch mode that intercepts every torch call"),

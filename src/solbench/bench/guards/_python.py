@@ -31,6 +31,7 @@ from solbench.bench.guards._model import (
 )
 from solbench.bench.guards._bans import (
     FRAME_ATTRS,
+    REACH_NAMES,
     _BUILTIN_NAMES, _CACHE_DECORATORS, _CONFIG_OK, _CONTAINER_CALLS, _DOWNCAST_DTYPES, _DYNAMIC_IMPORTS, _ENV_TUNING, _ENV_TUNING_PREFIXES, _KNOWN_LIBRARIES, _L2_NAME,
     _LIBRARY_NAMES, _PATH_CONSTANTS, _PATH_WRITE_FUNCS, _PRECISION_DEFAULT_TRUE, _PRECISION_FLAGS, _PROFILER_NAMES, _READ_FUNCS, _SCOPED, _SENSITIVE, _STAR_NAMES,
     _STDLIB, _TEMPFILE_DIR_ARG, _WRITERS, _YAML_LOADS, _YAML_SAFE_LOADERS, _match, _normalise,
@@ -65,6 +66,10 @@ _IDENTITY_METHODS = {"data_ptr", "untyped_storage", "storage", "_cdata", "_typed
 
 _CPP_HINT = re.compile(r"#\s*include\b|__global__|__device__|PYBIND11_MODULE|\btorch::|\bat::Tensor|\bextern\s+\"C\"|"
                        r"\basm\s+(?:volatile\s*)?\(|\bcuda[A-Z]\w*\s*\(|\bcu[A-Z]\w+\s*\(|\bstd::\w+")
+
+# lookups by name: passed as values (not called where they stand), what they look up cannot be followed
+_LOOKUPS = {"builtins.__import__", "importlib.import_module", "importlib.__import__", "builtins.getattr",
+            "builtins.object.__getattribute__", "builtins.type.__getattribute__", "operator.attrgetter", "operator.methodcaller"}
 
 _WEAK_CALLS = {"weakref.WeakKeyDictionary", "weakref.WeakValueDictionary", "weakref.WeakSet"}
 
@@ -222,15 +227,29 @@ class _Analyzer(_PathReasoning, _Resolver):
         self._writer_as_value(dotted, node)
 
     def _writer_as_value(self, dotted: str, node: ast.AST) -> None:
-        """setattr/operator.setitem handed to functools.partial, map, ...: a write these checks cannot follow."""
-        if dotted not in _WRITERS:
+        """setattr/operator.setitem, __import__/getattr/attrgetter handed to functools.partial, map, a __reduce__
+        tuple, ...: a write or a lookup by name that these checks cannot follow."""
+        if dotted not in _WRITERS and dotted not in _LOOKUPS:
             return
         parent = node._sbp  # type: ignore[attr-defined]
         if type(parent) is ast.Call and parent.func is node:
             return
         if type(parent) is ast.Attribute:  # object.__setattr__ is judged on the Attribute node
             return
-        self.add("PY-PATCH", node, f"{dotted} passed as a value (functools.partial, map, ...): an attribute or item write that cannot be followed")
+        if dotted in _WRITERS:
+            self.add("PY-PATCH", node, f"{dotted} passed as a value (functools.partial, map, ...): an attribute or item write that cannot be followed")
+        else:
+            self.add("PY-DYNAMIC", node, f"{dotted} passed as a value (map, functools.partial, a __reduce__ tuple, ...): a lookup by name that cannot be followed")
+
+    def _named_lookups(self, node: ast.Call, func: str) -> None:
+        """operator.attrgetter('a.b', ...) and methodcaller('name'): attribute names given as strings."""
+        names = node.args if func == "operator.attrgetter" else node.args[:1]
+        for argument in names:
+            name = self.fold(argument)
+            if name is None:
+                self.add("PY-DYNAMIC", node, f"{func}() with a computed name: defeats the static checks")
+            elif any(part in REACH_NAMES for part in name.split(".")):
+                self.add("PY-INTROSPECT", node, f"{func}({name!r}): reaches frames, globals or the objects of the harness")
 
     def _on_attribute(self, node: ast.Attribute) -> None:
         if node.attr in _FRAME_ATTRS and isinstance(node.ctx, ast.Load):
@@ -328,6 +347,8 @@ class _Analyzer(_PathReasoning, _Resolver):
                 self.add("PY-DYNAMIC", node, f"{func}() with a computed module name: defeats the static checks")
             elif not name.startswith("."):
                 self._ban_check(_normalise(name), node, "imports")
+        elif func in ("operator.attrgetter", "operator.methodcaller"):
+            self._named_lookups(node, func)
         elif func in ("builtins.getattr", "builtins.hasattr", "builtins.setattr", "builtins.delattr",
                       "builtins.object.__setattr__", "builtins.type.__setattr__", "builtins.object.__delattr__",
                       "builtins.object.__getattribute__", "builtins.type.__getattribute__"):
