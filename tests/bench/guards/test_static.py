@@ -233,6 +233,8 @@ PY_ATTACKS: list[tuple[str, str, str]] = [
     ("exec-string-annotation", "PY-EXEC", "import typing\n\ndef f(x: \"__import__('gc').get_objects()\"): pass\nhints = typing.get_type_hints(f)  # HERE\n"),
     ("exec-annotations-eval-str", "PY-EXEC", "import inspect\n\ndef f(x: 'len'): pass\nhints = inspect.get_annotations(f, eval_str=True)  # HERE\n"),
     ("exec-logging-config", "PY-EXEC", 'import logging.config  # HERE\nlogging.config.dictConfig({"version": 1, "handlers": {"h": {"()": "gc.get_objects"}}})\n'),
+    ("build-flags-macro", "PY-BUILD-FLAGS", 'from torch.utils.cpp_extension import load_inline\n_e = load_inline(name="m", cpp_sources="", extra_cflags=["-DF=PyEval_GetFrame"])  # HERE\n'),
+    ("decode-torch-package", "PY-DECODE", 'import io, torch\nimporter = torch.package.PackageImporter(io.BytesIO(b""))  # HERE\n'),
     ("exec-resolve-name", "PY-EXEC", 'import pkgutil\nget_objects = pkgutil.resolve_name("gc:get_objects")  # HERE\n'),
     # profiler
     ("profiler-stop", "PY-PROFILER", "import torch\ntorch.cuda.profiler.stop()  # HERE\n"),
@@ -553,6 +555,8 @@ YAML_SAFE_DATA_FILES: list[tuple[str, str, str]] = [
     ("local-tag", "tuning.yaml", "x: !python/object/apply:os.system [true]\n"),
     ("handle-elsewhere", "tuning.yaml", "%TAG !e! tag:example.com,2000:app/\n---\nx: !e!python [1]\n"),
     ("json", "tuning.json", '{"chunk": 512, "split_above": 600}'),
+    ("csv-that-parses-as-python", "table.csv", "1, 2, 3\n4, 5, 6\n"),
+    ("key-value-that-parses-as-python", "tuning.txt", "block: 256\nchunks: (4)\n"),
     ("notes", "NOTES.md", "# Notes\nFast! Very fast!\n![plot](plot.png)\nRead with yaml.safe_load, never yaml.unsafe_load.\n"),
 ]
 
@@ -561,6 +565,41 @@ YAML_SAFE_DATA_FILES: list[tuple[str, str, str]] = [
 def test_plain_data_files_are_silent(path: str, content: str):
     solution = make_solution(["pytorch"], "main.py::run", {"main.py": "def run(x):\n    return x\n", path: content})
     assert analyze_solution(solution) == []
+
+
+@pytest.mark.parametrize("path", ["notes.txt", "kernels.data", "README"])
+def test_python_in_a_file_of_another_name_is_judged_as_python(path: str):
+    """importlib's SourceFileLoader and spec_from_file_location load a module from a file of any name: such a file
+    escaped every Python rule."""
+    main = ('import importlib.util, os\n_SPEC = importlib.util.spec_from_file_location("helper", os.path.join(os.path.dirname(__file__), '
+            f'{path!r}))\nhelper = importlib.util.module_from_spec(_SPEC)\n_SPEC.loader.exec_module(helper)\n\ndef run(x):\n    return x\n')
+    solution = make_solution(["pytorch"], "main.py::run", {"main.py": main, path: "import gc\n\nobjects = gc.get_objects()\n"})
+    assert ("PY-INTROSPECT", path, 3) in {(f.rule, f.path, f.line) for f in rejects(analyze_solution(solution))}
+
+
+BUILD_FLAGS: list[tuple[str, str, bool]] = [
+    ("macro-body", 'extra_cflags=["-O3", "-DFRAME=PyEval_GetFrame"]', True),
+    ("macro-body-split", 'extra_cflags=["-D", "X=1", "-DCALL=system"]', True),
+    ("forced-include", 'extra_cflags=["-include", "notes.txt"]', True),
+    ("language-switch", 'extra_cuda_cflags=["-x", "cu"]', True),
+    ("host-compiler", 'extra_cuda_cflags=["-ccbin", "./cc"]', True),
+    ("compiler-plugin", 'extra_cflags=["-fplugin=./p.so"]', True),
+    ("link-wrap", 'extra_ldflags=["-Wl,--wrap=cudaLaunchKernel"]', True),
+    ("computed", 'extra_cflags=[os.environ.get("X", "-O3")]', True),
+    ("computed-list", 'extra_cflags=flags()', True),
+    ("plain", 'extra_cflags=["-O3", "-DNDEBUG", "-std=c++17"], extra_ldflags=["-lcublas"]', False),
+    ("numeric-macro", 'extra_cflags=[f"-DTILE={TILE}", f"-DNAME={NAME}"]', False),
+    ("named-list", 'extra_cuda_cflags=FLAGS', False),
+]
+
+
+@pytest.mark.parametrize("flags, refused", [pytest.param(flags, refused, id=name) for name, flags, refused in BUILD_FLAGS])
+def test_build_flags_that_bring_code_into_the_build_are_refused(flags: str, refused: bool):
+    source = ('import os\nfrom torch.utils.cpp_extension import load_inline\nTILE = 128\nNAME = "scale"\n'
+              'FLAGS = ["-O3", "--use_fast_math", "-Xcompiler", "-fPIC"]\n\ndef flags():\n    return ["-O3"]\n\n'
+              f'_ext = load_inline(name="k", cpp_sources="void f() {{}}", functions=["f"], {flags})\n')
+    rules = {f.rule for f in rejects(analyze_python(source, "main.py"))}
+    assert ("PY-BUILD-FLAGS" in rules) is refused, rules
 
 
 def test_a_solution_file_named_yaml_does_not_hide_the_library():

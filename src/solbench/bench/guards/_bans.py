@@ -44,7 +44,8 @@ _ban("PY-FFI", "foreign code", "ctypes", "_ctypes", "cffi", "_cffi_backend", "mm
 
 _ban("PY-DECODE", "decodes or unpacks embedded data", "base64", "binascii", "zlib", "bz2", "lzma", "gzip", "zipfile", "tarfile",
      "zipimport", "marshal", "pickle", "_pickle", "cPickle", "pickletools", "shelve", "dill", "cloudpickle", "codecs", "_codecs",
-     "builtins.bytes.fromhex", "builtins.bytearray.fromhex", "quopri", "uu", "joblib")
+     "builtins.bytes.fromhex", "builtins.bytearray.fromhex", "quopri", "uu", "joblib",
+     "torch.package", "numpy.lib.format.read_array")  # a torch.package archive's pickled modules run; .npy with pickles
 
 
 # YAML loaders that build Python objects from python/* tags (python/object/apply calls anything, python/name and

@@ -444,6 +444,19 @@ def _check_tokens(src: _Source, out: Collector) -> None:
         out.add(rule, line, f"{name}: {message}")
 
 
+def refused_names(text: str) -> list[str]:
+    """The identifiers in `text` that a rule refuses wherever they stand (a -D flag's macro body: `-DCALL=system`
+    makes `CALL("...")` a call to system that no token rule sees in the source)."""
+    from solbench.bench.guards._model import REJECT, RULES
+
+    found = []
+    for name in dict.fromkeys(_IDENT.findall(text)):
+        spec = _T.get(name) or next((spec for prefix, spec in _PREFIXES if name.startswith(prefix)), None)
+        if spec is not None and RULES[spec[0]][0] == REJECT:
+            found.append(f"{name} ({spec[0]})")
+    return found
+
+
 def _check_pasted_and_named(src: _Source, out: Collector) -> None:
     """Names built by token pasting (sy##stem) and distinctive API names held in strings (cuGetProcAddress("...")."""
     if "##" in src.bare:

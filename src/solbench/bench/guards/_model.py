@@ -37,6 +37,7 @@ RULES: dict[str, tuple[str, str]] = {
     "PY-BLOB": (REJECT, "a literal holds a binary image (ELF/cubin/fatbin) raw, in base64, in hex or as a list of byte values"),
     "PY-OPAQUE": (WARN, "a long opaque literal (base64/hex text, binary bytes or a long byte list) with no recognisable header"),
     "PY-ASM": (WARN, "inline PTX in a Triton kernel (tl.inline_asm_elementwise)"),
+    "PY-BUILD-FLAGS": (REJECT, "compiler or linker flags of load/load_inline that bring code, files or tools into the build beyond its sources (-include, -x, -ccbin, -B, -fplugin, -Wl,/-Xlinker, a -D body with a refused C++ token) or that are computed at run time"),
     "PY-EXEC": (REJECT, "runs code built at run time (exec, eval, compile, runpy) or held in a string (timeit, doctest, string annotations evaluated by typing/inspect, logging.config, pkgutil.resolve_name)"),
     "PY-DYNAMIC": (REJECT, "dynamic import with a computed name, computed attribute lookup on os/sys/builtins/importlib/..., or __import__/getattr/attrgetter passed as values (defeats these checks)"),
     "PY-GETATTR": (WARN, "attribute lookup with a computed name on an imported module"),

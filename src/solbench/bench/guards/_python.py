@@ -24,7 +24,7 @@ import ast
 import posixpath
 import re
 
-from solbench.bench.guards._cpp import _analyze_cpp
+from solbench.bench.guards._cpp import _analyze_cpp, refused_names
 from solbench.bench.guards._model import (
     Collector, Finding, SYSTEM_PATH, byte_sequence_kind, binary_kind, bytes_opaque, path_escape_reason, scrambled_kind,
     text_blob, text_opaque,
@@ -66,6 +66,11 @@ _IDENTITY_METHODS = {"data_ptr", "untyped_storage", "storage", "_cdata", "_typed
 
 _CPP_HINT = re.compile(r"#\s*include\b|__global__|__device__|PYBIND11_MODULE|\btorch::|\bat::Tensor|\bextern\s+\"C\"|"
                        r"\basm\s+(?:volatile\s*)?\(|\bcuda[A-Z]\w*\s*\(|\bcu[A-Z]\w+\s*\(|\bstd::\w+")
+
+_BUILD_FLAG_KEYWORDS = ("extra_cflags", "extra_cuda_cflags", "extra_ldflags")
+# flags (gcc, clang, nvcc, the linker) that bring code, files or tools into a build beyond its sources
+_RISKY_FLAG = re.compile(r"(?:^|[\s,=])(?:-include|-imacros|-x(?=$|[\s=])|-B|-ccbin|--compiler-bindir|-fplugin|-specs|--specs|-wrapper|"
+                         r"-Xlinker|-Wl,|--linker-options|-Xclang|--wrap|--defsym|-load|--pre-include|-fuse-ld|-nostdlib|-T(?=$|[\s=]))")
 
 # lookups by name: passed as values (not called where they stand), what they look up cannot be followed
 _LOOKUPS = {"builtins.__import__", "importlib.import_module", "importlib.__import__", "builtins.getattr",
@@ -468,6 +473,9 @@ class _Analyzer(_PathReasoning, _Resolver):
                 info = self.path_info(build_dir)
                 if info[3] and not info[1]:
                     self.add("PY-PATH-ESCAPE", node, f"{func}(build_directory=...) with {info[3]}")
+            for keyword in node.keywords:
+                if keyword.arg in _BUILD_FLAG_KEYWORDS:
+                    self._build_flags(node, keyword.arg, keyword.value)
         elif func in _CACHE_DECORATORS and args:
             self._cached_by_call(node, args[0])
         elif func in ("operator.setitem", "operator.delitem", "operator.__setitem__", "operator.__delitem__") and len(args) >= 2:
@@ -491,6 +499,44 @@ class _Analyzer(_PathReasoning, _Resolver):
             mode_text = "r+" if mode is None else self.fold(mode)  # numpy's default mode is r+ (read-write)
             write = mode_text not in ("r", "readonly", "c", "copyonwrite")
             self._file_access(node, self._arg(node, 0, "filename"), write=write, what=f"numpy.memmap(mode={mode_text!r})")
+
+    def _build_flags(self, node: ast.Call, keyword: str, value: ast.AST) -> None:
+        """Compiler and linker flags of load/load_inline: what they put into the build beyond the sources is out of
+        the C++ analysis's sight (a -D macro's body, a file forced in with -include, another compiler with -ccbin,
+        a symbol wrapped at link time), so such flags are refused and -D bodies are read as C++."""
+        flags = self.value_of(value) if type(value) is ast.Name else value
+        if type(flags) not in (ast.List, ast.Tuple):
+            self.add("PY-BUILD-FLAGS", node, f"{keyword}= is not a list of literal flags: flags computed at run time cannot be read")
+            return
+        texts = [self._flag_text(element) for element in flags.elts]
+        for index, text in enumerate(texts):
+            if text is None:
+                self.add("PY-BUILD-FLAGS", node, f"{keyword}: a flag computed at run time cannot be read")
+                continue
+            risky = _RISKY_FLAG.search(text)
+            if risky:
+                self.add("PY-BUILD-FLAGS", node, f"{keyword}: {text!r} ({risky.group().strip(' ,=')}) changes what is compiled or linked beyond the sources")
+            definition = text[2:] if text.startswith("-D") else None
+            if text.strip() == "-D" and index + 1 < len(texts):  # -D NAME=BODY in two elements
+                definition = texts[index + 1] or ""
+            body = definition.partition("=")[2] if definition else ""
+            refused = refused_names(body) + sorted({f.rule for f in _analyze_cpp(body + "\n", "-D", 0) if f.severity == "reject"})
+            if refused:
+                self.add("PY-BUILD-FLAGS", node, f"{keyword}: the macro body {body[:60]!r} holds what is refused: {', '.join(refused)}")
+
+    def _flag_text(self, node: ast.AST) -> str | None:
+        """A flag's text: folded, or an f-string of literals and numeric or string constants (-DTILE={TILE})."""
+        text = self.fold(node)
+        if text is not None or type(node) is not ast.JoinedStr:
+            return text
+        parts = []
+        for value in node.values:
+            inner = value.value if type(value) is ast.FormattedValue else value
+            inner = self.value_of(inner) if type(inner) is ast.Name else inner
+            if type(inner) is not ast.Constant or not isinstance(inner.value, (str, int, float)) or isinstance(inner.value, bool):
+                return None
+            parts.append(str(inner.value))
+        return "".join(parts)
 
     def _yaml_load(self, node: ast.Call, func: str) -> None:
         """yaml.load / yaml.load_all: code-running deserialisation unless the Loader is certainly a safe one."""

@@ -15,6 +15,7 @@ visible. The evaluator's run-time checks stay in force.
 
 from __future__ import annotations
 
+import ast
 import re
 from posixpath import dirname, splitext
 from typing import TYPE_CHECKING
@@ -75,7 +76,24 @@ def _analyze_file(path: str, content: str, own_paths: frozenset[str], import_roo
     for line, tag in yaml_python_tags(content):
         out.add("PY-DECODE", line, f"YAML tag {tag[:80]!r}: a YAML loader other than the safe one builds Python objects from it "
                                    "(calls, module attributes), which runs code")
+    if _is_python_code(content):  # importlib's loaders take a module from a file of any name: Python is judged as Python
+        out.extend(_analyze_python(content, path, own_paths, import_roots, ""))
     return out.sorted()
+
+
+_CODE_NODES = (ast.Import, ast.ImportFrom, ast.Call, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _is_python_code(content: str) -> bool:
+    """Whether a text of no Python suffix is a Python module that does something (imports, calls, definitions):
+    data that happens to parse (numbers, a dict, JSON, `key: value` lines) is not."""
+    if "import" not in content and "(" not in content:
+        return False
+    try:
+        tree = ast.parse(content)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return any(isinstance(node, _CODE_NODES) for node in ast.walk(tree))
 
 
 # --- YAML data files ----------------------------------------------------------------------------------
