@@ -7,6 +7,9 @@
 #   compiled issue 28: pytest -m gpu of the compiled candidates and the executors (tests/bench/test_compiled_reference.py, tests/exec; 150 s)
 #   scale    issue 28: benchmarks/run_at_scale.py solbench:models --workloads smallest:1, default compile modes, cold then
 #            --again over the same baselines (SCALE_LIMIT s for the first run, default 380, and 160 s for the second)
+#   defences the worker's pinned objects (CUPTI timer, launch gate, L2 flusher, channel) and hook checks of 2026-12-07 on a
+#            GPU: pytest -m gpu of tests/bench/test_gpu_eval.py, test_gpu_timing.py and the exploit corpus (legit samples
+#            must PASS, exploits be caught; 360 s: 180 s for the corpus on an H200 on 2026-12-01)
 #   profile  benchmarks/profile_gpu.sh (issue 31: GPU tests of profile and memcheck, a profile, memcheck's cost; 275 s at most)
 #   serve    benchmarks/serve_at_scale.py with the pool executor over the bundled set (issue 30; SERVE_LIMIT s, default 540)
 # Only 8 files come back from a device call: $OUT gets summary.txt (every step's line and the probe) and logs.tgz
@@ -26,6 +29,10 @@ for group in "${steps[@]}"; do
     compiled)
       step compiled-tests 150 python3 -m pytest -o addopts="" -q -p no:cacheprovider -m gpu tests/bench/test_compiled_reference.py tests/exec
       tail -n 5 "$OUT/compiled-tests.log" >> "$OUT/summary.txt" ;;
+    defences)
+      step defences-tests 360 python3 -m pytest -o addopts="" -q -p no:cacheprovider -m gpu tests/bench/test_gpu_eval.py \
+        tests/bench/test_gpu_timing.py tests/exploits
+      tail -n 8 "$OUT/defences-tests.log" >> "$OUT/summary.txt" ;;
     scale)
       step scale $(( ${SCALE_LIMIT:-380} + 190 )) python3 benchmarks/run_at_scale.py solbench:models --workloads smallest:1 \
         --limit "${SCALE_LIMIT:-380}" --again --again-limit 160 --out "$OUT/scale.json"
@@ -35,7 +42,7 @@ for group in "${steps[@]}"; do
       step serve "${SERVE_LIMIT:-540}" python3 benchmarks/serve_at_scale.py --executor pool --device cuda --workloads smallest:1 \
         --timeout $(( ${SERVE_LIMIT:-540} - 20 )) --out "$OUT/serve"
       tail -n 30 "$OUT/serve.log" >> "$OUT/summary.txt" ;;
-    *) echo "unknown group: $group (energy, compiled, scale, profile, serve)" >&2; exit 2 ;;
+    *) echo "unknown group: $group (energy, compiled, defences, scale, profile, serve)" >&2; exit 2 ;;
   esac
   cp "$OUT/summary.txt" "$FINAL/summary.txt"
   tar -C "$OUT" -czf "$FINAL/logs.tgz" .

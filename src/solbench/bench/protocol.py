@@ -24,6 +24,8 @@ class ChannelTimeout(Exception):
 
 
 class Channel:
+    STATE = frozenset({"_buffer"})  # rebound as it reads (solbench.bench.integrity)
+
     def __init__(self, read_fd: int, write_fd: int):
         self.read_fd, self.write_fd = read_fd, write_fd
         self._buffer = b""

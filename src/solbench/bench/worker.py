@@ -765,20 +765,23 @@ def serve(channel: Channel, worker: Worker) -> None:
     # held here, not looked up on the worker at every step: a solution that rebinds worker.snapshot or
     # worker.role is reported by the snapshot it could not replace
     snapshot, checked = worker.snapshot, worker.role == "solution"
+    send, receive = Channel.send, Channel.receive  # the class's own: instance attributes shadowing them are reported, never called
+    if snapshot is not None:
+        snapshot.pin("channel", channel)
     handlers = {"hello": worker.hello, "load_problem": worker.load_problem, "build": worker.build, "prepare": worker.prepare,
                 "expect": worker.expect, "run": worker.run, "time": worker.time, "energy": worker.energy}
     while True:
         try:
-            request = channel.receive()
+            request = receive(channel)
         except ChannelClosed:
             return
         command, nonce = request.get("cmd"), request.get("nonce")
         if command == "exit":
-            channel.send({"ok": True, "nonce": nonce})
+            send(channel, {"ok": True, "nonce": nonce})
             return
         handler = handlers.get(command)
         if handler is None:
-            channel.send({"ok": False, "kind": "protocol", "error": f"unknown command {command!r}", "nonce": nonce})
+            send(channel, {"ok": False, "kind": "protocol", "error": f"unknown command {command!r}", "nonce": nonce})
             continue
         try:
             parsed = parse_request(str(command), request)
@@ -794,7 +797,7 @@ def serve(channel: Channel, worker: Worker) -> None:
                           "error": "the solution changed what the harness relies on: " + "; ".join(changes)}
             elif answer.get("ok"):
                 answer["precision_changes"] = worker.precision_changes()
-        channel.send({**answer, "nonce": nonce})
+        send(channel, {**answer, "nonce": nonce})
 
 
 def main() -> None:
