@@ -9,11 +9,13 @@ and bytecode of every Python function among them, and which module object each n
 sys.modules maps to. `changes()` lists what differs since. Attributes that are added later are not
 changes (lazy imports add them); attributes that are rebound or deleted are.
 
-The worker's own objects are pinned too (`pin`): the Worker instance and the timer, cache flusher and
-launch gate it times with. Their class and every instance attribute are recorded; an attribute
-rebound, deleted or added since (an instance attribute named like a method shadows it: a timer
-whose `measure` is swapped on the object itself) is a change, except the state an object declares
-it changes as it works (`STATE` on its class). The harness re-pins what it rebinds itself (`repin`).
+The worker's own objects are pinned too (`pin`): the Worker instance, the timer, cache flusher and
+launch gate it times with, and its channel to the orchestrator. Their class and every instance
+attribute are recorded; an attribute rebound, deleted or added since (an instance attribute named
+like a method shadows it: a timer whose `measure` is swapped on the object itself) is a change,
+except the state an object declares it changes as it works (`STATE` on its class). The harness
+re-pins what it rebinds itself (`repin`). So is a trace or profile function or a sys.monitoring tool
+installed since the snapshot: its callbacks get every frame the harness runs.
 
 This cannot stop native code that edits memory behind Python's back without touching any of these
 (that is what the static analysis, the sandbox and the orchestrator's cross-checks are for), but
