@@ -634,6 +634,9 @@ CPP_ATTACKS: list[tuple[str, str, str]] = [
     ("proc-popen", "CPP-PROC", 'void f() {\n  FILE* p = popen("ls", "r");  // HERE\n}\n'),
     ("proc-fork", "CPP-PROC", "void f() {\n  if (fork() == 0) { }  // HERE\n}\n"),
     ("proc-token-paste", "CPP-PROC", '#define RUN(x) sy##stem(x)  // HERE\nvoid f() { RUN("id"); }\n'),
+    ("reach-token-paste-chain", "CPP-INTROSPECT", "#define GET P ## y ## Eval_GetFrame  // HERE\nvoid f() { auto* fr = GET(); }\n"),
+    ("reach-macro-arguments-pasted", "CPP-INTROSPECT", "#define CAT(a, b) a##b\nvoid f() {\n  auto* fr = CAT(PyEval_Get, Frame)();  // HERE\n}\n"),
+    ("proc-macro-arguments-pasted", "CPP-PROC", '#define CALL(a, b, x) a ## b(x)\nvoid f() {\n  CALL(sys, tem, "id");  // HERE\n}\n'),
     ("proc-macro-alias", "CPP-PROC", '#define SHELL system  // HERE\nvoid f() { SHELL("id"); }\n'),
     ("proc-function-pointer", "CPP-PROC", "int (*run_fn)(const char*) = &system;  // HERE\n"),
     ("proc-execvp", "CPP-PROC", "void f(char** argv) {\n  execvp(argv[0], argv);  // HERE\n}\n"),
@@ -766,6 +769,7 @@ CPP_NEAR_MISSES: list[tuple[str, str, str]] = [
      'torch::Tensor scale(torch::Tensor x, double a) { return x * a; }\n'
      'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {\n  m.def("scale", &scale, "x * a");\n  m.attr("__version__") = "1.0";\n'
      '  auto torch = py::module_::import("torch");\n  auto stack = torch.attr("stack");\n  py::gil_scoped_release release;\n}\n'),
+    ("macro-pasting-harmless", "CPP-PROC", "#define CAT(a, b) a##b\n#define KERNEL(n) kernel_##n\nvoid KERNEL(fp16)();\nint CAT(block, _size) = 128;\n"),
     ("reach-lookalikes", "CPP-INTROSPECT",
      'struct Frame { int back; };\nint f(Frame* frame, bool ok) {\n  TORCH_CHECK(ok, "f_back is not a kernel argument");\n  return frame->back == 0;\n}\n'),
     ("file-filesystem-lookalike", "CPP-FILE-WRITE", "void f(fs_state& fs) { remove_all(fs); }\n"),

@@ -280,7 +280,9 @@ _PREFIXES = (("cupti", ("CPP-PROFILER", "any", "CUPTI calls control the profiler
              ("nvmlDeviceSet", ("CPP-DEVICE", "any", "controls the GPU through NVML")))
 _FILE_OPEN = {"fopen", "fopen64", "freopen", "_wfopen", "fdopen", "open", "open64", "openat"}
 
-_PASTE = re.compile(r"(\w+)\s*##\s*(\w+)")
+_PASTE_CHAIN = re.compile(r"\w+(?:\s*##\s*\w+)+")
+_PASTE_GLUE = re.compile(r"\s*##\s*")
+_PASTING_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+(\w+)\(([\w\s,]*)\)([^\n]*##[^\n]*)$", re.M)
 _ADDRESS_BEFORE = re.compile(r"(?:(?<!&)&|(?<![=!<>])=|\breturn)\s*(?:::|std::)?\s*$")
 _DEFINE_LINE = re.compile(r"[ \t]*#[ \t]*define\b")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
@@ -444,6 +446,31 @@ def _check_tokens(src: _Source, out: Collector) -> None:
         out.add(rule, line, f"{name}: {message}")
 
 
+def _named_spec(name: str) -> tuple[str, str, str] | None:
+    return _T.get(name) or next((spec for prefix, spec in _PREFIXES if name.startswith(prefix)), None)
+
+
+def _pasted_by_macros(bare: str, limit: int = 2000) -> list[tuple[int, str, tuple[str, str, str]]]:
+    """(offset, name, rule) of names that function-like macros build by pasting their arguments (#define CAT(a, b)
+    a##b, then CAT(PyEval_Get, Frame)): each invocation's arguments substituted into the macro's body, the pastes
+    joined. Invocations read: `limit` at most (the rest of a file that pastes more is not read)."""
+    found = []
+    for count, macro in enumerate(_PASTING_MACRO.finditer(bare)):
+        if count == 64:  # every macro is a pass over the file: fail closed rather than go quadratic
+            raise ValueError("more than 64 macros that paste tokens")
+        name, parameters, body = macro.group(1), [p.strip() for p in macro.group(2).split(",")], macro.group(3)
+        for invocation in itertools.islice(re.finditer(rf"(?<![\w$]){re.escape(name)}\s*\(([^()]*)\)", bare), limit):
+            arguments = [a.strip() for a in invocation.group(1).split(",")]
+            values = dict(zip(parameters, arguments))
+            expanded = re.sub(r"\w+", lambda m: values.get(m.group(), m.group()), body)
+            for chain in _PASTE_CHAIN.finditer(expanded):
+                pasted = _PASTE_GLUE.sub("", chain.group())
+                spec = _named_spec(pasted)
+                if spec is not None:
+                    found.append((invocation.start(), pasted, spec))
+    return found
+
+
 def refused_names(text: str) -> list[str]:
     """The identifiers in `text` that a rule refuses wherever they stand (a -D flag's macro body: `-DCALL=system`
     makes `CALL("...")` a call to system that no token rule sees in the source)."""
@@ -451,7 +478,7 @@ def refused_names(text: str) -> list[str]:
 
     found = []
     for name in dict.fromkeys(_IDENT.findall(text)):
-        spec = _T.get(name) or next((spec for prefix, spec in _PREFIXES if name.startswith(prefix)), None)
+        spec = _named_spec(name)
         if spec is not None and RULES[spec[0]][0] == REJECT:
             found.append(f"{name} ({spec[0]})")
     return found
@@ -460,11 +487,13 @@ def refused_names(text: str) -> list[str]:
 def _check_pasted_and_named(src: _Source, out: Collector) -> None:
     """Names built by token pasting (sy##stem) and distinctive API names held in strings (cuGetProcAddress("...")."""
     if "##" in src.bare:
-        for match in _PASTE.finditer(src.bare):
-            name = match.group(1) + match.group(2)
-            spec = _T.get(name)
+        for match in _PASTE_CHAIN.finditer(src.bare):
+            name = _PASTE_GLUE.sub("", match.group())
+            spec = _named_spec(name)
             if spec is not None:
                 out.add(spec[0], src.line(match.start()), f"builds {name!r} by token pasting: {spec[2]}")
+        for line, name, spec in _pasted_by_macros(src.bare):
+            out.add(spec[0], src.line(line), f"builds {name!r} by pasting a macro's arguments: {spec[2]}")
     for start, _, content in src.strings:
         if len(content) < 4 or len(content) > 64:
             continue
