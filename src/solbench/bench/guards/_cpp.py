@@ -14,8 +14,8 @@ import bisect
 import itertools
 import re
 
-from solbench.bench.guards._bans import FRAME_ATTRS, REACH_NAMES, banned_module
-from solbench.bench.guards._model import Collector, Finding, byte_sequence_kind, path_escape_reason, text_blob, text_opaque, SYSTEM_PATH
+from solbench.bench.guards._bans import REACH_NAMES, banned_module
+from solbench.bench.guards._model import REJECT, RULES, Collector, Finding, byte_sequence_kind, path_escape_reason, text_blob, text_opaque, SYSTEM_PATH
 
 _LEX = re.compile(  # the lookahead lets the engine skip quickly to where a literal or comment can start
     r"""(?=[/"'uULR])(?:(?P<lc>//[^\n]*)
@@ -265,9 +265,10 @@ _tokens("CPP-INTROSPECT", "any", _REACH,
         "PyObject_GenericGetDict", "PyModule_GetDict", "PyType_GetDict", "PyException_GetTraceback", "PyTraceBack_Here",
         "PyErr_Fetch", "PyErr_GetRaisedException", "PyErr_GetHandledException", "PyErr_GetExcInfo", "PyCell_Get", "PyCell_Set",
         "PyMethod_Self", "PyMethod_Function", "PyInstanceMethod_Function")
-# the same reached through CPython's structs: a frame's or traceback's fields, a type's dict and attribute slots,
-# a builtin function's method table (rewriting ml_meth swaps the C function behind time.perf_counter)
-_tokens("CPP-INTROSPECT", "any", _REACH, *sorted(FRAME_ATTRS), "tp_dict", "tp_setattro", "tp_getattro", "tp_dictoffset",
+# the same reached by name (.attr("f_back"), a string looked up at run time) or through CPython's structs: a frame's or
+# traceback's fields, a type's dict and attribute slots, a builtin function's method table (rewriting ml_meth swaps
+# the C function behind time.perf_counter)
+_tokens("CPP-INTROSPECT", "any", _REACH, *sorted(REACH_NAMES), "tp_dict", "tp_setattro", "tp_getattro", "tp_dictoffset",
         "Py_SET_TYPE", "m_ml", "ml_meth")
 _PREFIXES = (("cupti", ("CPP-PROFILER", "any", "CUPTI calls control the profiler the timing relies on")),
              ("PyFrame_", ("CPP-INTROSPECT", "any", _REACH)),
@@ -328,7 +329,6 @@ _FS_WRITES = {"remove", "remove_all", "rename", "copy", "copy_file", "copy_symli
               "create_symlink", "create_directory_symlink", "create_hard_link", "resize_file", "permissions", "last_write_time",
               "current_path"}
 _PYBIND_EXEC = re.compile(r"(?<![\w$])(?:py|pybind11)\s*::\s*(?:exec|eval|eval_file)\s*[<(]")
-_PYBIND_IMPORT = re.compile(r"(?<![\w$])(?:py|pybind11)\s*::\s*module_?\s*::\s*import\s*\(\s*\"([^\"]*)\"|PyImport_ImportModule\w*\s*\(\s*\"([^\"]*)\"")
 _PYBIND_REACH = re.compile(r"(?<![\w$])(?:py|pybind11)\s*::\s*(setattr|delattr|globals)\s*\(")
 _PYBIND_IMPORT_CALL = re.compile(r"(?<![\w$])(?:(?:py|pybind11)\s*::\s*module_?\s*::\s*import|PyImport_ImportModule\w*)\s*\(")
 _NAMED_LOOKUP = re.compile(r"(?<![\w$])(?:(?:py|pybind11)\s*::\s*(?:getattr|hasattr)|PyObject_GetAttrString|PyObject_HasAttrString)\s*\(")
@@ -338,7 +338,7 @@ _BRACE = re.compile(r"[{}]")
 _MODULE_VARIABLE = re.compile(r"PYBIND11_MODULE\s*\(\s*\w+\s*,\s*(\w+)")
 # Python modules that a kernel's C++ has no use for and that reach frames, objects or the import system
 _CPP_IMPORT_BANS = frozenset({"sys", "gc", "inspect", "traceback", "threading", "_thread", "builtins", "importlib", "types",
-                              "weakref", "faulthandler", "tracemalloc", "atexit", "signal", "__main__", "solbench"})
+                              "weakref", "faulthandler", "tracemalloc", "atexit", "signal"})  # (solbench, __main__: banned_module)
 _WRITE_FLAGS = re.compile(r"\bO_(?:WRONLY|RDWR|CREAT|TRUNC|APPEND)\b")
 _STRING_LITERAL = re.compile(r"\"((?:\\.|[^\"\\\n])*)\"")
 _NET_HEADERS = re.compile(r"^(?:sys/socket\.h|netinet/|arpa/inet\.h|netdb\.h|curl/|sys/un\.h|linux/if_)")
@@ -407,12 +407,7 @@ def _check_tokens(src: _Source, out: Collector) -> None:
         if name not in _TOKEN_NAMES and not name.startswith(_TOKEN_PREFIXES):
             continue
         start, end = match.span()
-        spec = _T.get(name)
-        if spec is None and name not in _FILE_OPEN:
-            for prefix, prefix_spec in _PREFIXES:
-                if name.startswith(prefix):
-                    spec = prefix_spec
-                    break
+        spec = _named_spec(name)
         member, qualifier = _previous(src, start)
         line = src.line(start)
         if name in _FILE_OPEN:
@@ -474,8 +469,6 @@ def _pasted_by_macros(bare: str, limit: int = 2000) -> list[tuple[int, str, tupl
 def refused_names(text: str) -> list[str]:
     """The identifiers in `text` that a rule refuses wherever they stand (a -D flag's macro body: `-DCALL=system`
     makes `CALL("...")` a call to system that no token rule sees in the source)."""
-    from solbench.bench.guards._model import REJECT, RULES
-
     found = []
     for name in dict.fromkeys(_IDENT.findall(text)):
         spec = _named_spec(name)
@@ -497,13 +490,8 @@ def _check_pasted_and_named(src: _Source, out: Collector) -> None:
     for start, _, content in src.strings:
         if len(content) < 4 or len(content) > 64:
             continue
-        spec = _T.get(content.strip())
-        if spec is None:
-            name = content.strip()
-            for prefix, prefix_spec in _PREFIXES:
-                if name.startswith(prefix) and _IDENT.fullmatch(name):
-                    spec = prefix_spec
-                    break
+        name = content.strip()
+        spec = _named_spec(name) if _IDENT.fullmatch(name) else None
         if spec is not None and spec[1] in ("any", "name"):
             out.add(spec[0], src.line(start), f"names {content.strip()!r} in a string (looked up at run time): {spec[2]}")
 
@@ -693,12 +681,6 @@ def _check_regex_rules(src: _Source, out: Collector) -> None:
         _check_path_literals(out, code[match.end():stop if stop > 0 else len(code)], line, f"std::filesystem::{member}")
     for match in (_PYBIND_EXEC.finditer(bare) if "exec" in bare or "eval" in bare else ()):
         out.add("CPP-PYTHON", src.line(match.start()), "py::exec/eval runs Python code built at run time")
-    for match in (_PYBIND_IMPORT.finditer(code) if "import" in code or "Import" in code else ()):
-        module = match.group(1) or match.group(2) or ""
-
-        hit = banned_module(module)
-        if hit:
-            out.add("CPP-PYTHON", src.line(match.start()), f"imports the Python module {module!r} from C++: {hit}")
 
 
 def _module_bodies(bare: str) -> list[tuple[str, int, int]]:
@@ -723,8 +705,9 @@ def _argument(src: _Source, name_end: int, index: int) -> str | None:
 
 
 def _check_python_reach(src: _Source, out: Collector) -> None:
-    """What CPP-INTROSPECT refuses beyond its tokens: pybind11's attribute writes and globals, names and modules
-    looked up by a computed string, Python modules a kernel has no use for, and introspection names in strings."""
+    """Python reached from C++ beyond the token rules: imports (banned modules: CPP-PYTHON; a computed name or a
+    module a kernel has no use for: CPP-INTROSPECT), pybind11's attribute writes and globals, and attributes
+    looked up by a computed string (CPP-INTROSPECT). Introspection names in strings are token rules' (REACH_NAMES)."""
     bare, code = src.bare, src.code
     if "py" not in bare and "Py" not in bare and "attr" not in bare:
         return
@@ -737,6 +720,8 @@ def _check_python_reach(src: _Source, out: Collector) -> None:
             line = src.line(match.start())
             if literal is None:
                 out.add("CPP-INTROSPECT", line, f"{what} by a computed name: defeats the static checks")
+            elif regex is _PYBIND_IMPORT_CALL and (hit := banned_module(literal)):
+                out.add("CPP-PYTHON", line, f"imports the Python module {literal!r} from C++: {hit}")
             elif regex is _PYBIND_IMPORT_CALL and literal.split(".")[0] in _CPP_IMPORT_BANS:
                 out.add("CPP-INTROSPECT", line, f"imports the Python module {literal!r} from C++: it reaches frames, objects or the import system")
     modules = _module_bodies(bare)
@@ -754,14 +739,11 @@ def _check_python_reach(src: _Source, out: Collector) -> None:
         hit = banned_module(f"{match.group(1)}.{match.group(2)}")
         if hit:
             out.add("CPP-INTROSPECT", src.line(match.start()), f"{match.group(1)}.{match.group(2)} from C++: {hit}")
-    for start, _, content in src.strings:
-        if content.strip() in REACH_NAMES:
-            out.add("CPP-INTROSPECT", src.line(start), f"names {content.strip()!r} in a string: it reaches frames, globals or object internals")
 
 
 def _literal(argument: str | None) -> str | None:
     """The string an argument is, when it is string literals only (adjacent ones merged), else None."""
-    pieces = _STRING_LITERAL.findall(argument or "")
+    pieces = _literals(argument or "")
     if not pieces or _STRING_LITERAL.sub("", argument or "").strip():
         return None
     return _unescape("".join(pieces))

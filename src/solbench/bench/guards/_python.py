@@ -44,7 +44,6 @@ _VIEWS_AND_COPIES = {"clone", "detach", "expand", "expand_as", "view", "view_as"
                      "float", "half", "bfloat16", "type_as", "squeeze", "unsqueeze", "flatten", "permute", "transpose", "t",
                      "narrow", "repeat", "copy", "cpu", "cuda"}
 
-_FRAME_ATTRS = FRAME_ATTRS  # attribute loads that reach frames, globals or code of others, whatever the object
 
 # attribute stores that change what an object is or how a function behaves, whatever the object
 _IDENTITY_ATTRS = {"__class__", "__code__", "__globals__", "__bases__", "__defaults__", "__kwdefaults__", "__dict__", "__call__"}
@@ -229,9 +228,9 @@ class _Analyzer(_PathReasoning, _Resolver):
             return
         self._ban_check(dotted, node, "uses")
         self._special_objects(dotted, node)
-        self._writer_as_value(dotted, node)
+        self._handed_as_value(dotted, node)
 
-    def _writer_as_value(self, dotted: str, node: ast.AST) -> None:
+    def _handed_as_value(self, dotted: str, node: ast.AST) -> None:
         """setattr/operator.setitem, __import__/getattr/attrgetter handed to functools.partial, map, a __reduce__
         tuple, ...: a write or a lookup by name that these checks cannot follow."""
         if dotted not in _WRITERS and dotted not in _LOOKUPS:
@@ -257,7 +256,7 @@ class _Analyzer(_PathReasoning, _Resolver):
                 self.add("PY-INTROSPECT", node, f"{func}({name!r}): reaches frames, globals or the objects of the harness")
 
     def _on_attribute(self, node: ast.Attribute) -> None:
-        if node.attr in _FRAME_ATTRS and isinstance(node.ctx, ast.Load):
+        if node.attr in FRAME_ATTRS and isinstance(node.ctx, ast.Load):
             self.add("PY-INTROSPECT", node, f"reads .{node.attr}: reaches frames, globals or code of the harness")
         dotted = self.qualname(node)
         if dotted is None:
@@ -270,7 +269,7 @@ class _Analyzer(_PathReasoning, _Resolver):
             return
         self._ban_check(dotted, node, "uses")
         self._special_objects(dotted, node)
-        self._writer_as_value(dotted, node)
+        self._handed_as_value(dotted, node)
 
     def _special_objects(self, dotted: str, node: ast.AST) -> None:
         """os.environ and sys.path: what is done with them decides the rule."""
@@ -391,7 +390,7 @@ class _Analyzer(_PathReasoning, _Resolver):
         base = self.qualname(target)
         name = self.fold(node.args[1])
         short = func.rsplit(".", 1)[-1]
-        if name is not None and name in _FRAME_ATTRS:
+        if name is not None and name in FRAME_ATTRS:
             self.add("PY-INTROSPECT", node, f"{short}(..., {name!r}): reaches frames, globals or code of the harness")
         if short in ("getattr", "hasattr", "__getattribute__"):
             if base is not None and name is None:
