@@ -4,9 +4,12 @@
 #   bash benchmarks/open_issues_gpu.sh GROUP...   (default: energy compiled, about 8.5 minutes; scale alone fills a 10-minute call)
 #   energy   issue 32: benchmarks/energy_gpu.sh (the step probe, the energy GPU tests, the calibration, and energy_bound.py on
 #            three small bundled problems with 5 repeats of rmsnorm: the short-call method's spread and power; 345 s at most)
+#   energy-all issue 32: hw calibrate --energy, then benchmarks/energy_bound.py over all 13 bundled problems (eager and
+#            compile-default, smallest workload) and 5 repeats of the 4 us SiLU (450 s at most)
 #   compiled issue 28: pytest -m gpu of the compiled candidates and the executors (tests/bench/test_compiled_reference.py, tests/exec; 150 s)
 #   scale    issue 28: benchmarks/run_at_scale.py solbench:models --workloads smallest:1, default compile modes, cold then
-#            --again over the same baselines (SCALE_LIMIT s for the first run, default 380, and 160 s for the second)
+#            --again over the same baselines (SCALE_LIMIT s for the first run, default 380, and AGAIN_LIMIT s, default 160, for the
+#            second; the run folders' logs and the first run's compile-ahead.jsonl are kept)
 #   defences the worker's pinned objects (CUPTI timer, launch gate, L2 flusher, channel) and hook checks of 2026-12-07 on a
 #            GPU: pytest -m gpu of tests/bench/test_gpu_eval.py, test_gpu_timing.py and the exploit corpus (legit samples
 #            must PASS, exploits be caught; 360 s: 180 s for the corpus on an H200 on 2026-12-01)
@@ -26,6 +29,12 @@ for group in "${steps[@]}"; do
   case $group in
     profile) OUT="$OUT/profile" bash "$(dirname "${BASH_SOURCE[0]}")/profile_gpu.sh"; cat "$OUT/profile/summary.txt" >> "$OUT/summary.txt" ;;
     energy) OUT="$OUT/energy" bash "$(dirname "${BASH_SOURCE[0]}")/energy_gpu.sh"; cat "$OUT/energy/summary.txt" >> "$OUT/summary.txt" ;;
+    energy-all)  # issue 32's bound over every bundled problem (the energy group checks three), a fresh calibration first
+      mkdir -p "$OUT/energy-all"
+      step energy-calibrate 90 python3 -m solbench.cli hw calibrate --energy --base H200 -o "$OUT/energy-all/h200-energy.yaml" --force
+      step energy-all 360 python3 benchmarks/energy_bound.py --hardware "$OUT/energy-all/h200-energy.yaml" --out "$OUT/energy-all" \
+        --workloads smallest:1 --compile-modes default --limit 330 --repeats 5 --repeat-problem silu_and_mul_llama3_8b src/solbench/dataset/problems
+      tail -n 30 "$OUT/energy-all.log" >> "$OUT/summary.txt" ;;
     compiled)
       step compiled-tests 150 python3 -m pytest -o addopts="" -q -p no:cacheprovider -m gpu tests/bench/test_compiled_reference.py tests/exec
       tail -n 5 "$OUT/compiled-tests.log" >> "$OUT/summary.txt" ;;
@@ -34,15 +43,17 @@ for group in "${steps[@]}"; do
         tests/bench/test_gpu_timing.py tests/exploits
       tail -n 8 "$OUT/defences-tests.log" >> "$OUT/summary.txt" ;;
     scale)
-      step scale $(( ${SCALE_LIMIT:-380} + 190 )) python3 benchmarks/run_at_scale.py solbench:models --workloads smallest:1 \
-        --limit "${SCALE_LIMIT:-380}" --again --again-limit 160 --out "$OUT/scale.json"
+      step scale $(( ${SCALE_LIMIT:-380} + ${AGAIN_LIMIT:-160} + 30 )) python3 benchmarks/run_at_scale.py solbench:models --workloads smallest:1 \
+        --limit "${SCALE_LIMIT:-380}" --again --again-limit "${AGAIN_LIMIT:-160}" --work "$OUT/scale-work" --out "$OUT/scale.json"
+      cp "$OUT/scale-work/first/compile-ahead.jsonl" "$OUT/scale-compile-ahead.jsonl" 2>/dev/null
+      rm -rf "$OUT/scale-work/baselines"  # the compile cache: too big to pack
       tail -n 40 "$OUT/scale.log" >> "$OUT/summary.txt" ;;
     serve)
       mkdir -p "$OUT/serve"
       step serve "${SERVE_LIMIT:-540}" python3 benchmarks/serve_at_scale.py --executor pool --device cuda --workloads smallest:1 \
         --timeout $(( ${SERVE_LIMIT:-540} - 20 )) --out "$OUT/serve"
       tail -n 30 "$OUT/serve.log" >> "$OUT/summary.txt" ;;
-    *) echo "unknown group: $group (energy, compiled, defences, scale, profile, serve)" >&2; exit 2 ;;
+    *) echo "unknown group: $group (energy, energy-all, compiled, defences, scale, profile, serve)" >&2; exit 2 ;;
   esac
   cp "$OUT/summary.txt" "$FINAL/summary.txt"
   tar -C "$OUT" -czf "$FINAL/logs.tgz" .

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,7 +40,7 @@ def one_run(paths: list[str], workloads: str, baselines: Path, run_dir: Path, li
     first_scored, timeline, last = None, [], -1
     while process.poll() is None:
         if time.monotonic() - started > limit_s:
-            process.kill()
+            stop(process)
             break
         time.sleep(1.0)
         summary = read_summary(run_dir)
@@ -63,8 +65,38 @@ def one_run(paths: list[str], workloads: str, baselines: Path, run_dir: Path, li
         "s_per_workload": round(wall / len(rows), 3) if rows else None, "phases_s": summary.get("phases_s", {}),
         "candidate_failed_problems": dict(failed_by_candidate),
         "candidate_passed_share": {name: round(1 - count / len(problems), 3) for name, count in failed_by_candidate.items()} if problems else {},
-        "baseline_failures": failures[:60], "notes": summary.get("notes", [])[:20], "stdout_tail": out[-3000:],
+        "baseline_failures": failures[:60], "notes": summary.get("notes", [])[:20], "compiles_ahead": compiles_ahead(run_dir / "compile-ahead.jsonl"),
+        "stdout_tail": out[-3000:],
     }
+
+
+def stop(process: subprocess.Popen, grace_s: float = 30.0) -> None:
+    """Cut a run as a user does (Ctrl-C: the run ends its compile processes and their workers, which
+    would otherwise go on beside the next run), killed if it has not left within grace_s."""
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def compiles_ahead(log: Path) -> dict:
+    """What the run's compile processes finished (its compile-ahead.jsonl): how many, failed, seconds
+    summed, per mode, and the ten slowest."""
+    try:
+        rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return {}
+    by_mode: dict[str, list[float]] = {}
+    for row in rows:
+        by_mode.setdefault(row["mode"], []).append(row["seconds"])
+    slowest = sorted(rows, key=lambda row: -row["seconds"])[:10]
+    return {"finished": len(rows), "failed": sum(row["error"] is not None for row in rows), "seconds": round(sum(row["seconds"] for row in rows), 1),
+            "by_mode": {mode: {"count": len(values), "seconds": round(sum(values), 1), "median_s": round(statistics.median(values), 2)}
+                        for mode, values in by_mode.items()},
+            "last_ended_s": max((row["ended_s"] for row in rows), default=None),
+            "slowest": [f"{row['problem']} {row['mode']}: {row['seconds']:.1f} s" for row in slowest]}
 
 
 def seconds_to(timeline: list[tuple[float, int]], finished: int) -> float | None:
@@ -78,6 +110,7 @@ def second_run_speedup(first: dict, again: dict) -> dict:
     both = min(first["problems_scored"] or 0, again["problems_scored"] or 0)
     if not (first["cut_at_limit"] or again["cut_at_limit"]):
         return {"problems": both, "first_s": first["wall_s"], "again_s": again["wall_s"], "ratio": round(first["wall_s"] / again["wall_s"], 2)}
+    both = min(both, *(max((done for _, done in run["timeline"]), default=0) for run in (first, again)))  # a problem finished after the last sample has no time
     if both == 0:  # nothing in common to compare
         return {"problems": 0, "first_s": None, "again_s": None, "ratio": None}
     first_s, again_s = seconds_to(first["timeline"], both), seconds_to(again["timeline"], both)

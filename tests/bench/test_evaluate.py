@@ -279,6 +279,17 @@ def test_off_by_a_constant_is_incorrect_numerical(cache_root: Path):
         assert correctness.trials == 2
 
 
+def test_a_failed_trace_starts_with_its_reason_before_the_notes_of_the_trials_that_passed(cache_root: Path):
+    """Trial 1 passes (and notes its outputs' precision), a later trial fails: the log's first line is
+    the failure, which the baselines and the run summary show as a failed candidate's detail."""
+    run = run_solution("wrong_after_first_trial", cache_root, workloads=["vs-n0064"], trials=3)
+    (trace,) = run.traces
+    assert trace.evaluation.status == Status.INCORRECT_NUMERICAL
+    lines = trace.evaluation.log.splitlines()
+    assert re.match(r"trial [23]/3: output 'y': 64 of 64 elements", lines[0]), lines
+    assert any(line.startswith("precision: outputs consistent with their declared float32") for line in lines[1:]), lines
+
+
 def test_all_zero_output_is_incorrect_numerical(cache_root: Path):
     run = run_solution("all_zero", cache_root)
     assert run.statuses == [Status.INCORRECT_NUMERICAL] * 3

@@ -5,6 +5,7 @@ from there (inductor's own counter of cache hits says so); timed sections stop t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ from solbench.bench.workers import compile_cache_environment
 from solbench.data.definition import Definition
 from solbench.data.problem import Problem
 from solbench.data.workload import Workload
-from solbench.exec.precompile import Precompiler, default_processes
+from solbench.exec.precompile import Precompiler, compile_threads, default_processes
 
 REFERENCE = "import torch\n\n\n@torch.no_grad()\ndef run(x):\n    return torch.nn.functional.silu(x) * 2.0 + 1.0\n"
 
@@ -85,7 +86,6 @@ def test_one_compile_process_serves_the_next_compiles_and_a_dead_one_is_replaced
         assert ahead.futures[-1][1].result(timeout=600)[1] is None
         (replaced,) = list(ahead.running)
         assert replaced != pid
-        assert ahead.pool.submit(lambda: ahead.local.compiles).result() == 1  # counted from the fresh process on
         monkeypatch.setattr(precompile, "COMPILES_PER_PROCESS", 1)
         fourth = tiny_problem("ahead_d", LIGHT)
         ahead.submit(fourth, fourth.workloads, "default")
@@ -124,6 +124,68 @@ def test_compiling_ahead_is_off_on_a_cpu_and_half_the_cores_on_a_gpu():
 
     assert default_processes("cpu") == 0
     assert default_processes("cuda:0") == max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+def test_the_compile_processes_share_the_cores_for_inductors_compile_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Each compile process gets cores / processes compile workers (at least 1), unless the user set
+    TORCHINDUCTOR_COMPILE_THREADS; the variable reaches the compile process."""
+    import os
+
+    cores = len(os.sched_getaffinity(0))
+    assert [compile_threads(n) for n in (1, 2, cores, 4 * cores)] == [cores, max(1, cores // 2), 1, 1]
+    monkeypatch.delenv("TORCHINDUCTOR_COMPILE_THREADS", raising=False)
+    ahead = Precompiler(tmp_path / "cache", "cpu", 2)
+    ahead.close()
+    assert ahead.environment["TORCHINDUCTOR_COMPILE_THREADS"] == str(compile_threads(2))
+    monkeypatch.setenv("TORCHINDUCTOR_COMPILE_THREADS", "3")
+    ahead = Precompiler(tmp_path / "cache", "cpu", 1)
+    try:
+        problem = tiny_problem("ahead_threads", "import os\nprint(os.environ['TORCHINDUCTOR_COMPILE_THREADS'])\n" + LIGHT)
+        assert ahead.submit(problem, problem.workloads, "default").result(timeout=600)[1] is None
+    finally:
+        ahead.close()
+    assert ahead.environment["TORCHINDUCTOR_COMPILE_THREADS"] == "3"
+
+
+def test_the_queue_is_taken_from_both_ends_and_each_compile_is_logged(tmp_path: Path):
+    """With two processes and four compiles queued, the first two started are the first and the last
+    queued (the quickest-looking and the costliest); every finished compile is a line of the log."""
+    log = tmp_path / "run" / "compile-ahead.jsonl"
+    ahead = Precompiler(tmp_path / "cache", "cpu", 2, log=log)
+    try:
+        problems = [tiny_problem(f"ahead_{letter}", LIGHT) for letter in "abcd"]
+        with ahead.lock:  # all four queued before either thread takes one
+            futures = [ahead.submit(problem, problem.workloads, "default") for problem in problems]
+        deadline = time.monotonic() + 120
+        while sum(not f.running() and not f.done() for f in futures) > 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        started = [problem.name for problem, future in zip(problems, futures) if future.running() or future.done()]
+        assert started == ["ahead_a", "ahead_d"]
+        assert all(future.result(timeout=600)[1] is None for future in futures)
+    finally:
+        outcome = ahead.close()
+    assert outcome.compiled == 4
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted(row["problem"] for row in rows) == ["ahead_a", "ahead_b", "ahead_c", "ahead_d"]
+    assert all(row["mode"] == "default" and row["error"] is None and row["seconds"] > 0 and row["ended_s"] > 0 for row in rows)
+
+
+def test_a_compile_killed_when_the_run_ends_is_no_failure(tmp_path: Path):
+    """close() kills a compile in flight and drops what was queued: neither is counted as compiled or failed."""
+    ahead = Precompiler(tmp_path / "cache", "cpu", 1)
+    slow = tiny_problem("ahead_slow", "import time\ntime.sleep(60)\n" + LIGHT)
+    running = ahead.submit(slow, slow.workloads, "default")
+    queued = ahead.submit(slow, slow.workloads, "default")
+    deadline = time.monotonic() + 120
+    while not ahead.running and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (pid,) = list(ahead.running)
+    assert os.getpgid(pid) == pid  # a process group of its own: its compile workers are signalled with it
+    started = time.monotonic()
+    outcome = ahead.close()
+    assert time.monotonic() - started < 30
+    assert outcome.compiled == 0 and outcome.failed == []
+    assert running.result(timeout=1)[1] == "not finished: the run ended" and queued.cancelled()
 
 
 CANDIDATE_HITS = """

@@ -66,3 +66,64 @@ def test_a_problems_jobs_form_one_group_in_order() -> None:
     a, b = reference_job("rmsnorm_llama3_8b"), reference_job("silu_and_mul_llama3_8b")
     again = Job(a.problem, a.solution, a.workloads, tag="second")
     assert problem_groups([a, again, b, Job(a.problem, a.solution, a.workloads)]) == [[0, 1], [2], [3]]
+
+
+def _sleepy_job(name: str, workloads: int) -> Job:
+    """A trusted reference that sleeps 0.5 s per call, on `workloads` workloads: an evaluation long enough to be cut."""
+    from solbench.bench.orchestrator import reference_solution
+    from solbench.data.definition import Definition
+    from solbench.data.problem import Problem
+    from solbench.data.workload import Workload
+
+    definition = Definition.model_validate({
+        "name": name, "axes": {"N": {"type": "var"}}, "inputs": {"x": {"shape": ["N"], "dtype": "float32"}}, "outputs": {"y": {"shape": ["N"], "dtype": "float32"}},
+        "reference": "import time\n\n\ndef run(x):\n    time.sleep(0.5)\n    return x * 2.0\n"})
+    problem = Problem(definition, [Workload.model_validate({"uuid": f"n{n}", "axes": {"N": n}, "inputs": {"x": {"type": "random"}}})
+                                   for n in range(8, 8 + workloads)])
+    return Job(problem, reference_solution(problem), trusted=True)
+
+
+def _live_workers() -> list[int]:
+    import os
+    from pathlib import Path
+
+    found = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                stat = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                if b"solbench.bench.worker" in Path(f"/proc/{child}/cmdline").read_bytes() and stat != "Z":
+                    found.append(int(child))
+            except OSError:
+                continue
+    return found
+
+
+def test_ctrl_c_ends_every_slot_kills_its_workers_and_records_nothing_cut_short() -> None:
+    """A KeyboardInterrupt in the main thread while three slots evaluate: evaluate_jobs raises it once
+    every slot thread has ended (none is left in a worker or torch call as the interpreter ends), no
+    worker process is left, and no trace of a job cut short (its workers killed) was handed on."""
+    import _thread
+    import time
+
+    jobs = [_sleepy_job(f"sleepy_{n}", 8) for n in range(3)]
+    seen: list[Trace] = []
+    timer: list[threading.Timer] = []
+
+    def on_trace(trace: Trace) -> None:
+        seen.append(trace)
+        if not timer:
+            timer.append(threading.Timer(0.3, _thread.interrupt_main))
+            timer[0].start()
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            evaluate_jobs(jobs, quick_options(), concurrent=3, on_trace=on_trace)
+        finally:
+            if timer:
+                timer[0].cancel()
+    assert time.monotonic() - started < 60
+    assert not [thread.name for thread in threading.enumerate() if thread.name.startswith("slot-")]
+    assert _live_workers() == []
+    assert 1 <= len(seen) < 24 and all(trace.evaluation.status == Status.PASSED for trace in seen), [t.evaluation.log for t in seen]

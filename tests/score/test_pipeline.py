@@ -6,6 +6,7 @@ failed candidate is named in the summary and the report; a resumed run redoes no
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from conftest import FIXTURES, VECTOR_SCALE
@@ -105,15 +106,18 @@ def test_compiled_candidates_are_compiled_ahead_into_the_cache_beside_the_baseli
     assert any(note.startswith("compiled ahead: 1 candidate(s) in 1 process(es)") for note in outcome.summary.notes), outcome.summary.notes
     cache = inputs.baseline_dir / "compile-cache" / "H200"
     assert any((cache / "inductor").rglob("*")) and outcome.summary.phases_s["compile ahead"] > 0
+    (logged,) = [json.loads(line) for line in (inputs.run_dir / pipeline.COMPILE_LOG).read_text().splitlines()]
+    assert (logged["problem"], logged["mode"], logged["error"]) == (first.name, "default", None) and logged["seconds"] > 0
 
 
-def test_the_problem_whose_compiled_candidates_look_quickest_is_planned_first(tmp_path: Path):
-    """With compiled candidates, the reference with the fewest matmuls and convolutions (max-autotune
-    tunes each) goes first and the others keep their order; without them the order is the selection's."""
+def test_problems_are_planned_by_how_costly_their_compiled_candidates_look(tmp_path: Path):
+    """Problems without compiled candidates first, then fewest matmuls and convolutions (a convolution
+    counting 3), read in torch calls and in extracted references' aten calls alike; a decorator is no
+    matmul; ties keep the selection's order; runs without compiled candidates keep their order."""
     from solbench.bench.orchestrator import reference_solution
     from solbench.data.problem import Problem
 
-    def plan(name: str, reference: str, compiled: bool) -> pipeline.ProblemPlan:
+    def plan(name: str, reference: str, compiled: bool = True) -> pipeline.ProblemPlan:
         problem = load_problems([VECTOR_SCALE])[0]
         problem = Problem(problem.definition.model_copy(update={"name": name, "reference": reference}), problem.workloads)
         tags = ["eager", "compile-default"] if compiled else ["eager"]
@@ -121,8 +125,15 @@ def test_the_problem_whose_compiled_candidates_look_quickest_is_planned_first(tm
 
     gemm = "def run(a, b):\n    return a @ b\n"
     conv = "import torch\ndef run(x, w):\n    return torch.nn.functional.conv2d(x, w).matmul(w)\n"
-    norm = "import torch\ndef run(x):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
-    plans = [plan("conv", conv, True), plan("gemm", gemm, True), plan("norm", norm, True), plan("tail", gemm, True)]
-    assert [p.problem.name for p in pipeline.quickest_first(plans)] == ["norm", "conv", "gemm", "tail"]
+    norm = "import torch\n@torch.no_grad()\ndef run(x):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)\n"
+    aten_conv = ("import torch\ndef run(x, w, b):\n    y = torch.ops.aten.conv2d.default(x, w, b, [1, 1], [1, 1])\n"
+                 "    return torch.ops.aten.convolution_backward.default(y, x, w, [0], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, False])\n")
+    aten_mlp = ("import torch\ndef run(x, w1, w2):\n    h = torch.ops.aten.linear.default(x, w1)\n"
+                "    return torch.ops.aten.mm.default(torch.ops.aten.silu.default(h), w2)\n")
+    assert [pipeline.compile_cost(plan("p", text))[0] for text in (norm, gemm, conv, aten_conv, aten_mlp)] == [1, 2, 5, 7, 3]
+    assert pipeline.compile_cost(plan("p", conv, compiled=False)) == (0, 0)
+    plans = [plan("aten_conv", aten_conv), plan("conv", conv), plan("gemm", gemm), plan("eager", conv, compiled=False), plan("norm", norm),
+             plan("aten_mlp", aten_mlp), plan("tail", gemm)]
+    assert [p.problem.name for p in pipeline.cheapest_first(plans)] == ["eager", "norm", "gemm", "tail", "aten_mlp", "conv", "aten_conv"]
     eager_only = [plan("conv", conv, False), plan("norm", norm, False)]
-    assert [p.problem.name for p in pipeline.quickest_first(eager_only)] == ["conv", "norm"]
+    assert [p.problem.name for p in pipeline.cheapest_first(eager_only)] == ["conv", "norm"]

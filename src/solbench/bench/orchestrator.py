@@ -214,7 +214,7 @@ class EvaluationRun:
                 comparison, apparent = self._check(workload, deadline, log)
             status, correctness = comparison.status, _correctness(comparison, self.options.trials)
             if comparison.status != Status.PASSED:
-                log.append(comparison.message)
+                log.insert(0, comparison.message)  # a failed trace's log starts with its reason, before notes made on the way
             else:
                 correctness.precision = apparent
                 if self.options.timing and not workload.uuid.startswith((HIDDEN_PREFIX, UNALIGNED_PREFIX)):
@@ -229,16 +229,13 @@ class EvaluationRun:
         except Outcome as outcome:
             status, correctness, performance = outcome.status, None, None
             out_of_memory = outcome.memory
-            if status == Status.REWARD_HACK:
-                log.insert(0, outcome.message)  # the finding first, before notes made on the way
-            else:
-                log.append(outcome.message)
+            log.insert(0, outcome.message)  # the finding or the error first, before notes made on the way
         except Exception as exc:  # out of memory here (outputs mapped, compared) is the workload's status; anything else is a bug
             described = memory_failure(exc, self.device)
             if described is None:
                 raise
             status, correctness, performance = Status.RUNTIME_ERROR, None, None
-            log.append(f"out of memory in the evaluator's own process (the orchestrator): {described}")
+            log.insert(0, f"out of memory in the evaluator's own process (the orchestrator): {described}")
             out_of_memory = True
             if self.device.startswith("cuda"):
                 import torch

@@ -128,8 +128,18 @@ class WorkerProcess:
         return self.process.poll() is None
 
     def kill(self) -> None:
-        """Kill the worker and everything it started: its process group and every process of its
-        session (ninja starts compilers in process groups of their own)."""
+        """Kill the worker and everything it started (kill_processes), then reap it and close the channel."""
+        self.kill_processes()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.channel.close()
+
+    def kill_processes(self) -> None:
+        """SIGKILL to the worker's process group and every process of its session (ninja starts
+        compilers in process groups of their own); nothing else, so another thread may call it while
+        the worker's owner waits on the channel (it then reads the end of the pipe)."""
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -139,11 +149,6 @@ class WorkerProcess:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        self.channel.close()
 
     def close(self) -> None:
         if self.alive:

@@ -184,6 +184,13 @@ class WorkerPair:
         self.solution_failure = None
         self._to_release["solution"] = []
 
+    def kill_processes(self) -> None:
+        """Kill every worker process of the pair, from another thread (an interrupted run): the thread
+        that uses the pair finds its workers gone and ends; the pair's state stays that thread's."""
+        for process in (self.worker, self.reference, self._kept_trusted, *(started for _, started in list(self.spares))):
+            if process is not None:
+                process.kill_processes()
+
     def close(self) -> None:
         self._drop_spares()
         if self._kept_trusted is not None:

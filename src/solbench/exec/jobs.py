@@ -69,10 +69,11 @@ def kept_workers(options: EvalOptions) -> Iterator[WorkerPair | None]:
 
 def evaluate_in_turn(jobs: list[Job], indices: list[int], options: EvalOptions, workers: WorkerPair | None,
                      add: Callable[[int, Trace], None], finish: Callable[[int], None],
-                     before_job: Callable[[int], None] | None = None) -> None:
+                     before_job: Callable[[int], None] | None = None, stopped: Callable[[], bool] = lambda: False) -> None:
     """The jobs at `indices`, one after another in one worker pair: trusted code is known as such before
     any worker is started ahead, the next jobs' solution workers start while one is evaluated; each trace
-    goes to add(index, trace), then finish(index) once the job is done."""
+    goes to add(index, trace), then finish(index) once the job is done. Once stopped() is true (checked
+    before each job and after before_job) no other job starts."""
     if workers is not None:
         for index in indices:
             if jobs[index].trusted:
@@ -80,8 +81,10 @@ def evaluate_in_turn(jobs: list[Job], indices: list[int], options: EvalOptions, 
     for position, index in enumerate(indices):
         if workers is not None:
             workers.plan_next([jobs[later].solution for later in indices[position + 1:position + 1 + workers.spares_ahead]])
-        if before_job is not None:
+        if before_job is not None and not stopped():
             before_job(index)
+        if stopped():
+            return
         evaluate_job(jobs[index], options, lambda trace, index=index: add(index, trace), workers=workers)
         finish(index)
 

@@ -17,7 +17,8 @@ import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,12 +27,24 @@ from solbench.bench.exclusive import register, unregister
 from solbench.data.problem import Problem
 from solbench.data.workload import Workload
 
+ENDED = "the compile process ended"  # the start of the error of a compile whose process died
 COMPILES_PER_PROCESS = 24  # then a fresh process: what one reference leaves behind (memory, state) never piles up
 
 
 def default_processes(device: str) -> int:
     """Half the host's cores, up to 8, on a GPU; none on a CPU (compiling there would slow the timed calls)."""
     return max(1, min(8, (os.cpu_count() or 2) // 2)) if device.startswith("cuda") else 0
+
+
+def compile_threads(processes: int) -> int:
+    """Inductor's parallel compile workers per compile process: the host's cores shared among the
+    processes. Left alone, each process starts one worker per core, so 8 processes put 8 x cores
+    compilers on the cores at once."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity on this platform
+        cores = os.cpu_count() or 2
+    return max(1, cores // max(1, processes))
 
 
 @dataclass
@@ -41,30 +54,49 @@ class AheadOutcome:
     seconds: float = 0.0  # summed over the processes
 
 
+@dataclass
+class _Queued:
+    name: str  # "problem compile-MODE"
+    payload: dict[str, Any]
+    future: Future
+
+
 class Precompiler:
     """Compile processes, `processes` at a time; `submit` queues one problem's candidate in one mode.
 
-    Each pool thread keeps a compile process (`python -m solbench.exec.precompile`: a payload per line
-    on stdin, a result per line on stdout) for COMPILES_PER_PROCESS compiles: a fresh interpreter
+    The queue is taken from both ends: even-numbered threads take the first compile queued (the run
+    plans the problems that look quickest to compile first, so the first problems are scored at once),
+    odd-numbered ones the last (the costliest start early, so that none of them is left to run alone at
+    the end). Each thread keeps a compile process (`python -m solbench.exec.precompile`: a payload per
+    line on stdin, a result per line on stdout) for COMPILES_PER_PROCESS compiles: a fresh interpreter
     costs about 20 s on an H200 host (importing torch and inductor, and leaving) where a default-mode
     compile takes 1-4 s. It is a plain interpreter started as the evaluator's workers are started: a
-    child of a multiprocessing pool keys inductor's caches differently, so the workers would find nothing."""
+    child of a multiprocessing pool keys inductor's caches differently, so the workers would find
+    nothing. Each process leads a process group of its own (its inductor compile workers are in it):
+    pausing, continuing and ending it reaches them too. With `log`, a JSON line per finished compile
+    (problem, mode, seconds, error, and ended_s: seconds since the Precompiler started) is appended there."""
 
-    def __init__(self, cache: Path, device: str, processes: int, *, seed: int = 0, input_profile: str = "auto"):
+    def __init__(self, cache: Path, device: str, processes: int, *, seed: int = 0, input_profile: str = "auto", log: Path | None = None):
         from solbench.bench.workers import compile_cache_environment
 
-        self.environment = {**os.environ, **compile_cache_environment(cache)}  # nothing else: inductor's settings are part of its keys
-        self.device, self.seed, self.input_profile, self.processes = device, seed, input_profile, processes
-        self.pool = ThreadPoolExecutor(max_workers=processes, thread_name_prefix="compile-ahead")
+        threads = os.environ.get("TORCHINDUCTOR_COMPILE_THREADS") or str(compile_threads(processes))  # not part of inductor's cache keys
+        self.environment = {**os.environ, **compile_cache_environment(cache), "TORCHINDUCTOR_COMPILE_THREADS": threads}
+        self.device, self.seed, self.input_profile, self.processes, self.log = device, seed, input_profile, processes, log
         self.running: dict[int, subprocess.Popen] = {}
-        self.lock = threading.Lock()
-        self.local = threading.local()  # each pool thread's compile process and how many compiles it made
+        self.lock = threading.RLock()
+        self.wakeup = threading.Condition(self.lock)
+        self.pending: deque[_Queued] = deque()
         self.closed = False
         self.paused = False
+        self.started = time.monotonic()
         self.futures: list[tuple[str, Future]] = []
         self.by_key: dict[object, Future] = {}
         self.outcome = AheadOutcome()
+        self.threads = [threading.Thread(target=self._serve, args=(number % 2 == 1,), name=f"compile-ahead-{number}", daemon=True)
+                        for number in range(processes)]
         register(self._pause)
+        for thread in self.threads:
+            thread.start()
 
     def wait_for(self, key: object, timeout_s: float) -> None:
         """Block until the compile queued under `key` (see submit) has ended, at most timeout_s: the
@@ -76,34 +108,54 @@ class Precompiler:
             except Exception:  # noqa: BLE001 - a compile that fails or lags here is compiled by the worker itself
                 pass
 
-    def submit(self, problem: Problem, workloads: list[Workload], mode: str, key: object = None) -> None:
+    def submit(self, problem: Problem, workloads: list[Workload], mode: str, key: object = None) -> Future:
         payload = {"definition": problem.definition.to_json_dict(), "workloads": [w.to_json_dict() for w in workloads],
                    "root": str(problem.root) if problem.root else None, "kind": problem.kind, "profile": problem.input_profile,
                    "synthesize": problem.synthesize_missing_blobs, "mode": mode, "device": self.device, "seed": self.seed,
                    "input_profile": self.input_profile}
-        future = self.pool.submit(self._compile, payload)
-        self.futures.append((f"{problem.name} compile-{mode}", future))
-        if key is not None:
-            self.by_key[key] = future
+        queued = _Queued(f"{problem.name} compile-{mode}", payload, Future())
+        with self.wakeup:
+            self.pending.append(queued)
+            self.futures.append((queued.name, queued.future))
+            if key is not None:
+                self.by_key[key] = queued.future
+            self.wakeup.notify()
+        return queued.future
 
-    def _compile(self, payload: dict[str, Any]) -> tuple[float, str | None]:
-        """One compile in this pool thread's compile process (started on first use, and again after
-        COMPILES_PER_PROCESS compiles or when it died)."""
+    def _serve(self, from_the_end: bool) -> None:
+        """A thread's loop: the next compile from its end of the queue, in its compile process."""
+        process: subprocess.Popen | None = None
+        compiles = 0
+        while True:
+            with self.wakeup:
+                while not self.pending and not self.closed:
+                    self.wakeup.wait()
+                if self.closed:
+                    return
+                queued = self.pending.pop() if from_the_end else self.pending.popleft()
+                if not queued.future.set_running_or_notify_cancel():
+                    continue
+                if process is None or process.poll() is not None or compiles >= COMPILES_PER_PROCESS:
+                    if process is not None:
+                        self._retire(process)
+                    process = subprocess.Popen([sys.executable, "-m", "solbench.exec.precompile"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                               stderr=subprocess.DEVNULL, text=True, env=self.environment, start_new_session=True)
+                    compiles = 0
+                    self.running[process.pid] = process
+                    if self.paused:
+                        _signal_group(process.pid, signal.SIGSTOP)
+                compiles += 1
+            result = self._compile(process, queued.payload)
+            if result[1] is not None and result[1].startswith(ENDED):
+                process = None  # retired in _compile
+                if self.closed:  # killed by close(): not a failure of the reference
+                    result = (result[0], "not finished: the run ended")
+            if not self.closed:
+                self._record(queued, result)
+            queued.future.set_result(result)
+
+    def _compile(self, process: subprocess.Popen, payload: dict[str, Any]) -> tuple[float, str | None]:
         started = time.perf_counter()
-        with self.lock:
-            if self.closed:
-                return 0.0, "not started: the run ended"
-            process = getattr(self.local, "process", None)
-            if process is None or process.poll() is not None or self.local.compiles >= COMPILES_PER_PROCESS:
-                if process is not None:
-                    self._retire(process)
-                process = subprocess.Popen([sys.executable, "-m", "solbench.exec.precompile"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                           stderr=subprocess.DEVNULL, text=True, env=self.environment, start_new_session=True)
-                self.local.process, self.local.compiles = process, 0
-                self.running[process.pid] = process
-                if self.paused:
-                    os.kill(process.pid, signal.SIGSTOP)
-            self.local.compiles += 1
         try:
             assert process.stdin is not None and process.stdout is not None
             process.stdin.write(json.dumps(payload) + "\n")
@@ -116,48 +168,67 @@ class Precompiler:
         except ValueError:
             with self.lock:
                 self._retire(process)
-                self.local.process = None
-            return time.perf_counter() - started, f"the compile process ended with exit code {process.poll()} and no result"
+            return time.perf_counter() - started, f"{ENDED} with exit code {process.poll()} and no result"
         return float(seconds), error
 
+    def _record(self, queued: _Queued, result: tuple[float, str | None]) -> None:
+        if self.log is None:
+            return
+        from solbench.data.files import append_jsonl
+
+        problem, mode = queued.name.rsplit(" compile-", 1)
+        with self.lock:
+            append_jsonl(self.log, {"problem": problem, "mode": mode, "seconds": round(result[0], 3), "error": result[1],
+                                    "ended_s": round(time.monotonic() - self.started, 3)})
+
     def _retire(self, process: subprocess.Popen) -> None:
-        """End a compile process (under the lock): its input closed, killed if it does not leave at once."""
+        """End a compile process and its group (under the lock): continued first, then killed; one
+        already reaped is left alone (its pid, and so its group's id, may be another's by now)."""
         self.running.pop(process.pid, None)
-        try:
-            os.kill(process.pid, signal.SIGCONT)
-        except (ProcessLookupError, PermissionError):
-            pass
-        process.kill()
+        if process.returncode is not None:
+            return
+        _signal_group(process.pid, signal.SIGCONT)
+        _signal_group(process.pid, signal.SIGKILL)
         process.wait()
 
     def _pause(self, paused: bool) -> None:
         with self.lock:
             self.paused = paused
             for pid in list(self.running):
-                try:
-                    os.kill(pid, signal.SIGSTOP if paused else signal.SIGCONT)
-                except (ProcessLookupError, PermissionError):
-                    pass
+                _signal_group(pid, signal.SIGSTOP if paused else signal.SIGCONT)
 
     def close(self) -> AheadOutcome:
         """Stop: what was not started is dropped, what runs is killed; the outcome of what finished."""
         unregister(self._pause)
-        with self.lock:
+        with self.wakeup:
             self.closed = True
+            for queued in self.pending:
+                queued.future.cancel()
+            self.pending.clear()
+            self.wakeup.notify_all()
         self._pause(False)
         with self.lock:
             for process in list(self.running.values()):
                 self._retire(process)
-        self.pool.shutdown(wait=True, cancel_futures=True)
+        for thread in self.threads:
+            thread.join()
         for name, future in self.futures:
             if future.done() and not future.cancelled() and future.exception() is None:
                 seconds, error = future.result()
                 self.outcome.seconds += seconds
                 if error is None:
                     self.outcome.compiled += 1
-                elif not error.startswith("not started"):
+                elif not error.startswith("not finished"):
                     self.outcome.failed.append(f"{name}: {error}")
         return self.outcome
+
+
+def _signal_group(pid: int, number: int) -> None:
+    """Signal a compile process's group (the process and the compile workers it started)."""
+    try:
+        os.killpg(pid, number)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def compile_ahead(payload: dict[str, Any]) -> tuple[float, str | None]:

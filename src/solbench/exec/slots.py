@@ -8,6 +8,7 @@ the rest: worker start-up, input generation, loading compiled graphs, comparison
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Callable
 
 from solbench.exec.collect import Collector
@@ -28,13 +29,23 @@ def problem_groups(jobs: list[Job]) -> list[list[int]]:
     return groups
 
 
+STOP_WAIT_S = 30.0  # after Ctrl-C, how long the slots get to end (their workers killed) before the interrupt goes on
+
+
 def run_slots(jobs: list[Job], options: EvalOptions, collector: Collector, concurrent: int,
               before_job: Callable[[int], None] | None = None) -> None:
-    """Evaluate the jobs in `concurrent` slots; traces go to the collector (under one lock) as they arrive."""
+    """Evaluate the jobs in `concurrent` slots; traces go to the collector (under one lock) as they arrive.
+
+    On Ctrl-C (or a slot's harness error) the slots stop: nothing more reaches the collector (a job cut
+    short is no failure of its solution; a resumed run does it again), every slot's workers are killed
+    and the slots are waited for, so that no slot thread is left inside torch as the interpreter ends
+    (a daemon thread ended there aborted the process: 'terminate called recursively')."""
     groups = problem_groups(jobs)
     handed = threading.Lock()  # the next group; the collector and what it calls
     failures: list[BaseException] = []
     stop = threading.Event()
+    pairs: list = []  # each slot's worker pair
+    waiting: set[threading.Thread] = set()  # slots in before_job
 
     def next_group() -> list[int] | None:
         with handed:
@@ -42,17 +53,30 @@ def run_slots(jobs: list[Job], options: EvalOptions, collector: Collector, concu
 
     def add(index: int, trace) -> None:
         with handed:
-            collector.add(index, trace)
+            if not stop.is_set():
+                collector.add(index, trace)
 
     def finish(index: int) -> None:
         with handed:
-            collector.finish(index)
+            if not stop.is_set():
+                collector.finish(index)
+
+    def before(index: int) -> None:  # a slot waiting here (for a compile made ahead) is in no worker and no torch call
+        with handed:
+            waiting.add(threading.current_thread())
+        try:
+            before_job(index)  # type: ignore[misc]
+        finally:
+            with handed:
+                waiting.discard(threading.current_thread())
 
     def slot() -> None:
         try:
             with kept_workers(options) as workers:
+                with handed:
+                    pairs.append(workers)
                 while (group := next_group()) is not None:
-                    evaluate_in_turn(jobs, group, options, workers, add, finish, before_job)
+                    evaluate_in_turn(jobs, group, options, workers, add, finish, before if before_job is not None else None, stop.is_set)
         except BaseException as exc:  # noqa: BLE001 - a harness bug: the run stops, the first one is raised in the caller
             failures.append(exc)
             stop.set()
@@ -65,7 +89,26 @@ def run_slots(jobs: list[Job], options: EvalOptions, collector: Collector, concu
             while thread.is_alive():
                 thread.join(0.5)
     except BaseException:
-        stop.set()  # Ctrl-C: no slot starts another problem
+        stop.set()  # Ctrl-C: no slot starts another problem, or another job once its wait in before_job ends
+        _end_slots(threads, pairs, waiting, handed)
         raise
     if failures:
         raise failures[0]
+
+
+def _end_slots(threads: list[threading.Thread], pairs: list, waiting: set[threading.Thread], handed: threading.Lock) -> None:
+    """Kill the slots' workers until every slot thread has ended or waits in before_job (it starts no
+    job after that wait), STOP_WAIT_S at most; a worker restarted meanwhile is killed too."""
+    deadline = time.monotonic() + STOP_WAIT_S
+
+    def busy() -> bool:
+        with handed:
+            return any(thread.is_alive() and thread not in waiting for thread in threads)
+
+    while busy() and time.monotonic() < deadline:
+        with handed:
+            for pair in pairs:
+                if pair is not None:
+                    pair.kill_processes()
+        for thread in threads:
+            thread.join(0.2)

@@ -42,6 +42,7 @@ from solbench.sol.hardware import HardwareSpec
 REFERENCE_SET = "reference"
 TRACES = "traces.jsonl"
 SUMMARY = "summary.json"
+COMPILE_LOG = "compile-ahead.jsonl"  # a line per compile made ahead (solbench.exec.precompile.Precompiler)
 REPORT_INTERVAL_S = 30.0  # the report of a running run is rewritten at most this often (and at the end)
 
 
@@ -164,21 +165,30 @@ def plan_problems(inputs: RunInputs, store: BaselineFile | None, done: set[tuple
     return plans
 
 
-_TUNED_OPS = re.compile(r"conv\w*\(|matmul|\bmm\(|bmm|addmm|baddbmm|linear\(|einsum|scaled_dot_product|@")
+_CONVOLUTIONS = re.compile(r"\b\w*conv(?:olution)?\w*(?:\.\w+)?\s*\(")  # F.conv2d(, aten.convolution_backward.default(
+_MATMULS = re.compile(r"\b(?:mm|bmm|addmm|baddbmm|addbmm|matmul|linear|einsum|_?scaled_mm|\w*grouped_mm|\w*scaled_dot_product\w*|_?int_mm)"
+                      r"(?:\.\w+)?\s*\(|[\w)\]][ \t]*@[ \t]*[\w(]")  # torch.mm(, aten.mm.default(, a @ b (not a decorator)
+CONVOLUTION_WEIGHT = 3  # max-autotune tunes a convolution's Triton templates too: on an H200 a ResNet bottleneck took 175 s, an MoE 33 s
 
 
-def quickest_first(plans: list[ProblemPlan]) -> list[ProblemPlan]:
-    """The plans in the selection's order, but the one whose compiled candidates look quickest to
-    build first, so that the first problem is scored within seconds of the compile processes' start:
-    max-autotune tunes every matmul and convolution (on an H200 5 s for an RMSNorm, 30-175 s for an
-    MoE, an attention block or a ResNet bottleneck), so the fewest such calls in the reference, then
-    the shortest reference. Runs without compiled candidates keep their order."""
-    compiled = [i for i, plan in enumerate(plans) if any(job.tag.startswith("compile-") for job in plan.candidates)]
-    if len(compiled) < 2:
-        return plans
-    reference = lambda i: plans[i].problem.definition.reference  # noqa: E731
-    quickest = min(compiled, key=lambda i: (len(_TUNED_OPS.findall(reference(i))), len(reference(i))))
-    return [plans[quickest], *plans[:quickest], *plans[quickest + 1:]]
+def compile_cost(plan: ProblemPlan) -> tuple[int, int]:
+    """How costly the plan's torch.compile candidates look to build, for ordering alone: (0, 0) without
+    any; else the matmuls and convolutions of the reference (each tuned by max-autotune, a convolution
+    counting CONVOLUTION_WEIGHT) and the reference's length. Written both ways: torch calls and the
+    aten calls of extracted references (torch.ops.aten.conv2d.default(...))."""
+    if not any(job.tag.startswith("compile-") for job in plan.candidates):
+        return (0, 0)
+    reference = plan.problem.definition.reference
+    return (1 + CONVOLUTION_WEIGHT * len(_CONVOLUTIONS.findall(reference)) + len(_MATMULS.findall(reference)), len(reference))
+
+
+def cheapest_first(plans: list[ProblemPlan]) -> list[ProblemPlan]:
+    """The plans ordered by compile_cost, ties in the selection's order: problems without compiled
+    candidates to build first (nothing to wait for), then those whose compiles look quickest, so the
+    first problem is scored within seconds of the compile processes' start and problems keep being
+    scored while the costliest compile (the compile processes also take those from the far end of the
+    queue: solbench.exec.precompile). Runs without compiled candidates keep their order."""
+    return sorted(plans, key=compile_cost)
 
 
 class RunState:
@@ -259,7 +269,7 @@ def run(inputs: RunInputs, done: set[tuple[str, str | None, str]], on_trace: Cal
         inputs.notes.append("--no-timing: no latencies, so no baselines and no scores")
     if store is not None and inputs.options.compile_cache is None:  # trusted compiles share a cache kept beside the baselines
         inputs.options = dataclasses.replace(inputs.options, compile_cache=(inputs.baseline_dir / "compile-cache" / store.hardware).absolute())
-    plans = quickest_first(plan_problems(inputs, store, done))
+    plans = cheapest_first(plan_problems(inputs, store, done))
     sets = {(problem.name, solution.name): set_name for problem, _ in inputs.selection for solution, set_name in solutions_of(inputs, problem)}
     state = RunState(inputs, store, now(), started, report, sets)
     jobs: list[Job] = []
@@ -332,7 +342,7 @@ def start_compiling_ahead(inputs: RunInputs, plans: list[ProblemPlan]):
     if processes <= 0 or not queued or inputs.execution.executor != "serial" or inputs.options.compile_cache is None:
         return None
     ahead = Precompiler(inputs.options.compile_cache, inputs.device, processes, seed=inputs.options.seed or 0,
-                        input_profile=inputs.options.input_profile)
+                        input_profile=inputs.options.input_profile, log=inputs.run_dir / COMPILE_LOG)
     for problem, job in queued:
         ahead.submit(problem, job.workloads or [], job.tag.removeprefix("compile-"), key=id(job))
     return ahead
