@@ -131,4 +131,4 @@ def test_trusted_code_is_called_once_per_trial(tmp_path: Path):
     traces = evaluate_jobs([Job(problem, solution, problem.workloads[:1], trusted=True)], EvalOptions(device="cpu", cache_root=tmp_path, **FAST))
     (trace,) = traces
     assert trace.evaluation.status == Status.INCORRECT_NUMERICAL, trace.evaluation.log
-    assert "\ntrial 2/2: " in trace.evaluation.log and "output-reused" not in trace.evaluation.log
+    assert trace.evaluation.log.startswith("trial 2/2: ") and "output-reused" not in trace.evaluation.log

@@ -97,6 +97,23 @@ def test_one_compile_process_serves_the_next_compiles_and_a_dead_one_is_replaced
     assert ahead.running == {}
 
 
+def test_what_a_reference_writes_to_the_compile_process_stdout_is_passed_over(tmp_path: Path):
+    """A reference that writes lines to file descriptor 1 itself (JSON among them) neither fails its
+    compile nor shifts the next compile's result in the same process."""
+    ahead = Precompiler(tmp_path / "cache", "cpu", 1)
+    try:
+        noisy = tiny_problem("ahead_noisy", "import os\nos.write(1, b'[1, 2]\\n{\"x\": 3}\\nnot json\\n')\n" + LIGHT)
+        quiet = tiny_problem("ahead_quiet", LIGHT)
+        first = ahead.submit(noisy, noisy.workloads, "default")
+        assert first.result(timeout=600)[1] is None
+        (pid,) = list(ahead.running)
+        second = ahead.submit(quiet, quiet.workloads, "default")
+        assert second.result(timeout=600)[1] is None and list(ahead.running) == [pid]
+    finally:
+        outcome = ahead.close()
+    assert outcome.compiled == 2 and outcome.failed == []
+
+
 def _state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 

@@ -27,6 +27,7 @@ from solbench.bench.exclusive import register, unregister
 from solbench.data.problem import Problem
 from solbench.data.workload import Workload
 
+RESULT_KEY = "solbench-compile-result"  # marks a compile process's result line among whatever else reaches its stdout
 ENDED = "the compile process ended"  # the start of the error of a compile whose process died
 COMPILES_PER_PROCESS = 24  # then a fresh process: what one reference leaves behind (memory, state) never piles up
 
@@ -155,21 +156,22 @@ class Precompiler:
             queued.future.set_result(result)
 
     def _compile(self, process: subprocess.Popen, payload: dict[str, Any]) -> tuple[float, str | None]:
+        """The payload to the process, then its result: the first line that is a result (RESULT_KEY),
+        so that what a reference writes to the process's stdout itself is passed over."""
         started = time.perf_counter()
         try:
             assert process.stdin is not None and process.stdout is not None
             process.stdin.write(json.dumps(payload) + "\n")
             process.stdin.flush()
-            line = process.stdout.readline()
+            for line in process.stdout:
+                found = _result(line)
+                if found is not None:
+                    return found
         except (OSError, ValueError):
-            line = ""
-        try:
-            seconds, error = json.loads(line)
-        except ValueError:
-            with self.lock:
-                self._retire(process)
-            return time.perf_counter() - started, f"{ENDED} with exit code {process.poll()} and no result"
-        return float(seconds), error
+            pass
+        with self.lock:
+            self._retire(process)
+        return time.perf_counter() - started, f"{ENDED} with exit code {process.poll()} and no result"
 
     def _record(self, queued: _Queued, result: tuple[float, str | None]) -> None:
         if self.log is None:
@@ -178,8 +180,11 @@ class Precompiler:
 
         problem, mode = queued.name.rsplit(" compile-", 1)
         with self.lock:
-            append_jsonl(self.log, {"problem": problem, "mode": mode, "seconds": round(result[0], 3), "error": result[1],
-                                    "ended_s": round(time.monotonic() - self.started, 3)})
+            try:
+                append_jsonl(self.log, {"problem": problem, "mode": mode, "seconds": round(result[0], 3), "error": result[1],
+                                        "ended_s": round(time.monotonic() - self.started, 3)})
+            except OSError:  # the log is for reading afterwards; the compile counts all the same
+                pass
 
     def _retire(self, process: subprocess.Popen) -> None:
         """End a compile process and its group (under the lock): continued first, then killed; one
@@ -223,6 +228,15 @@ class Precompiler:
         return self.outcome
 
 
+def _result(line: str) -> tuple[float, str | None] | None:
+    """A compile process's result line ({RESULT_KEY: [seconds, error or null]}), or None for any other line."""
+    try:
+        seconds, error = json.loads(line)[RESULT_KEY]
+        return float(seconds), None if error is None else str(error)
+    except (ValueError, TypeError, KeyError, IndexError):
+        return None
+
+
 def _signal_group(pid: int, number: int) -> None:
     """Signal a compile process's group (the process and the compile workers it started)."""
     try:
@@ -260,8 +274,9 @@ def compile_ahead(payload: dict[str, Any]) -> tuple[float, str | None]:
 
 
 def serve(lines: Any, results: Any) -> None:
-    """A compile process: one payload per line in, [seconds, error or null] per line out. What the
-    references print goes to stderr, never into the results."""
+    """A compile process: one payload per line in, {RESULT_KEY: [seconds, error or null]} per line out.
+    What the references print goes to stderr; what they write to file descriptor 1 themselves is
+    passed over by the reader (Precompiler._compile)."""
     import contextlib
 
     for line in lines:
@@ -270,7 +285,7 @@ def serve(lines: Any, results: Any) -> None:
         with contextlib.redirect_stdout(sys.stderr):
             outcome = compile_ahead(json.loads(line))
             _forget_compiled()
-        results.write(json.dumps(outcome) + "\n")
+        results.write(json.dumps({RESULT_KEY: outcome}) + "\n")
         results.flush()
 
 
