@@ -69,7 +69,7 @@ class Precompiler:
     plans the problems that look quickest to compile first, so the first problems are scored at once),
     odd-numbered ones the last (the costliest start early, so that none of them is left to run alone at
     the end). Each thread keeps a compile process (`python -m solbench.exec.precompile`: a payload per
-    line on stdin, a result per line on stdout) for COMPILES_PER_PROCESS compiles: a fresh interpreter
+    line on stdin, a marked result line on stdout, see serve) for COMPILES_PER_PROCESS compiles: a fresh interpreter
     costs about 20 s on an H200 host (importing torch and inductor, and leaving) where a default-mode
     compile takes 1-4 s. It is a plain interpreter started as the evaluator's workers are started: a
     child of a multiprocessing pool keys inductor's caches differently, so the workers would find

@@ -70,7 +70,7 @@ def run_slots(jobs: list[Job], options: EvalOptions, collector: Collector, concu
             with handed:
                 waiting.discard(threading.current_thread())
 
-    def slot() -> None:
+    def slot(ended: threading.Event) -> None:
         try:
             with kept_workers(options) as workers:
                 with handed:
@@ -80,35 +80,42 @@ def run_slots(jobs: list[Job], options: EvalOptions, collector: Collector, concu
         except BaseException as exc:  # noqa: BLE001 - a harness bug: the run stops, the first one is raised in the caller
             failures.append(exc)
             stop.set()
+        finally:
+            ended.set()
 
-    threads = [threading.Thread(target=slot, name=f"slot-{number}", daemon=True) for number in range(min(concurrent, len(groups)))]
-    for thread in threads:
+    ended = {threading.Thread(target=slot, args=(event,), name=f"slot-{number}", daemon=True): event
+             for number, event in ((number, threading.Event()) for number in range(min(concurrent, len(groups))))}
+    for thread in ended:
         thread.start()
     try:
-        for thread in threads:
+        for thread in ended:
             while thread.is_alive():
                 thread.join(0.5)
     except BaseException:
         stop.set()  # Ctrl-C: no slot starts another problem, or another job once its wait in before_job ends
-        _end_slots(threads, pairs, waiting, handed)
+        _end_slots(ended, pairs, waiting, handed)
         raise
     if failures:
         raise failures[0]
 
 
-def _end_slots(threads: list[threading.Thread], pairs: list, waiting: set[threading.Thread], handed: threading.Lock) -> None:
-    """Kill the slots' workers until every slot thread has ended or waits in before_job (it starts no
-    job after that wait), STOP_WAIT_S at most; a worker restarted meanwhile is killed too."""
+def _end_slots(ended: dict[threading.Thread, threading.Event], pairs: list, waiting: set[threading.Thread], handed: threading.Lock) -> None:
+    """Kill the slots' workers until every slot has ended or waits in before_job (it starts no job after
+    that wait), STOP_WAIT_S at most; a worker restarted meanwhile is killed too. Each slot says it has
+    ended with its own event: after a join cut by Ctrl-C, Thread.is_alive() may already say False."""
     deadline = time.monotonic() + STOP_WAIT_S
 
     def busy() -> bool:
         with handed:
-            return any(thread.is_alive() and thread not in waiting for thread in threads)
+            return any(not event.is_set() and thread not in waiting for thread, event in ended.items())
 
     while busy() and time.monotonic() < deadline:
         with handed:
             for pair in pairs:
                 if pair is not None:
                     pair.kill_processes()
-        for thread in threads:
-            thread.join(0.2)
+        for event in ended.values():
+            event.wait(0.2)
+    for thread, event in ended.items():
+        if event.is_set():
+            thread.join(1.0)  # it only returns from here on
