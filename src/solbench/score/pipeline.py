@@ -185,9 +185,9 @@ def compile_cost(plan: ProblemPlan) -> tuple[int, int]:
 def cheapest_first(plans: list[ProblemPlan]) -> list[ProblemPlan]:
     """The plans ordered by compile_cost, ties in the selection's order: problems without compiled
     candidates to build first (nothing to wait for), then those whose compiles look quickest, so the
-    first problem is scored within seconds of the compile processes' start and problems keep being
-    scored while the costliest compile (the compile processes also take those from the far end of the
-    queue: solbench.exec.precompile). Runs without compiled candidates keep their order."""
+    first problem is scored within seconds of the compile processes' start and problems go on being
+    scored while the costliest ones compile (half of the compile processes take the queue from its far
+    end: solbench.exec.precompile). Runs without compiled candidates keep their order."""
     return sorted(plans, key=compile_cost)
 
 
