@@ -254,3 +254,31 @@ def test_a_problem_without_its_blobs_is_one_line_and_the_run_folder_keeps_every_
     assert len(logged) == 6 and all("does not exist" in entry for entry in logged)
     summary = RunSummary.model_validate_json((run_dir / "summary.json").read_text())
     assert [(w.problem, w.status) for w in summary.workloads] == [("vector_scale", "PASSED")] * 2
+
+
+def test_ctrl_c_says_what_is_kept_and_how_to_go_on(shared: dict[str, Path], tmp_path: Path):
+    """SIGINT once the first problem is scored: exit code 130 and one line naming the problems scored and the --resume command."""
+    import signal
+    import time
+
+    run_dir = tmp_path / "cut"
+    env = {k: v for k, v in os.environ.items() if k not in ("SOLBENCH_DEBUG", "SOLBENCH_HARDWARE", "SOLBENCH_BASELINES")}
+    env.update(COLUMNS="200", SOLBENCH_BUILD_CACHE=str(shared["root"] / "builds"), SOLBENCH_HARDWARE_DIR=str(shared["hardware"]), PYTHONUNBUFFERED="1")
+    bundled = Path(__file__).resolve().parents[2] / "src" / "solbench" / "dataset" / "problems"
+    process = subprocess.Popen([sys.executable, "-m", "solbench.cli", "run", str(bundled), "--device", "cpu", "--workloads", "smallest:1",
+                                "--no-timing", "--hardware", "H200", "--baselines", str(tmp_path / "baselines"), "--run-dir", str(run_dir)],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=shared["root"])
+    deadline = time.monotonic() + LIMIT_S
+    while time.monotonic() < deadline and process.poll() is None:
+        summary = run_dir / "summary.json"
+        if summary.exists() and json.loads(summary.read_text())["progress"]["finished"] >= 1:
+            break
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    finished = json.loads((run_dir / "summary.json").read_text())["progress"]["finished"]
+    (line,) = [line for line in err.splitlines() if "interrupted" in line]
+    assert line == (f"solbench run: interrupted; {finished} of 13 problems are scored in {run_dir} "
+                    f"(go on with: solbench run ... --resume --run-dir {run_dir})")
+    assert 1 <= finished < 13

@@ -281,8 +281,14 @@ def run_command(
                                 notes=[spec_note] if spec_note and spec is None else [])
     store = pipeline.open_store(inputs)[0] if timing else None
     total = pipeline.pending_counts(inputs, store, done | done_elsewhere)
-    with _RunProgress(total, len(selection)) as progress:
-        outcome = _run_pipeline(pipeline, inputs, done | done_elsewhere, progress, sink)
+    progress = _RunProgress(total, len(selection))
+    try:
+        with progress:
+            outcome = _run_pipeline(pipeline, inputs, done | done_elsewhere, progress, sink)
+    except KeyboardInterrupt:  # typer would end it with a blank line alone
+        print(f"solbench run: interrupted; {_finished_problems(folder, progress.finished)} of {len(selection)} problems are scored in {folder} "
+              f"(go on with: solbench run ... --resume --run-dir {folder})", file=sys.stderr)
+        raise typer.Exit(130) from None
     if ncu is not None:  # run --profile: each solution profiled after the evaluations, the report drawn again with the charts
         profile_the_run(selection, inputs, ncu, folder)
         _write_report(folder)
@@ -380,6 +386,19 @@ class _RunProgress:
 
     def __exit__(self, *exc: object) -> None:
         self.bar.stop()
+
+
+def _finished_problems(folder: Path, counted: int) -> int:
+    """The problems the run folder's summary.json says are finished (a resumed run's earlier ones too),
+    else those counted here."""
+    import json
+
+    from solbench.score.pipeline import SUMMARY
+
+    try:
+        return int(json.loads((folder / SUMMARY).read_text())["progress"]["finished"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return counted
 
 
 def _summary_lines(summary: Any) -> list[str]:
