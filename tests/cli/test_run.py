@@ -26,9 +26,15 @@ def shared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"root": root, "hardware": root / "hardware", "baselines": root / "baselines"}
 
 
-def solbench(shared: dict[str, Path], *args: object) -> subprocess.CompletedProcess[str]:
+def environment(shared: dict[str, Path]) -> dict[str, str]:
+    """This process's environment less solbench's own settings, with the module's build cache and hardware folder."""
     env = {k: v for k, v in os.environ.items() if k not in ("SOLBENCH_DEBUG", "SOLBENCH_HARDWARE", "SOLBENCH_BASELINES")}
     env.update(COLUMNS="200", SOLBENCH_BUILD_CACHE=str(shared["root"] / "builds"), SOLBENCH_HARDWARE_DIR=str(shared["hardware"]), PYTHONUNBUFFERED="1")
+    return env
+
+
+def solbench(shared: dict[str, Path], *args: object) -> subprocess.CompletedProcess[str]:
+    env = environment(shared)
     return subprocess.run([sys.executable, "-m", "solbench.cli", "run", PROBLEM, "--device", "cpu", "--seed", "3", "--baselines", shared["baselines"],
                            *map(str, args)], env=env, capture_output=True, text=True, timeout=LIMIT_S, cwd=shared["root"])
 
@@ -166,8 +172,7 @@ def test_run_on_a_gpu_takes_the_fastest_of_eager_and_torch_compile(shared: dict[
 def test_a_pool_of_two_cpu_lanes_gives_the_statuses_of_the_serial_run(shared: dict[str, Path], tmp_path: Path):
     bundled = Path(__file__).resolve().parents[2] / "src" / "solbench" / "dataset" / "problems"
     folders = [bundled / "rmsnorm_llama3_8b", bundled / "silu_and_mul_llama3_8b", bundled / "rope_llama3_8b"]
-    env = {k: v for k, v in os.environ.items() if k not in ("SOLBENCH_DEBUG", "SOLBENCH_HARDWARE", "SOLBENCH_BASELINES")}
-    env.update(COLUMNS="200", SOLBENCH_BUILD_CACHE=str(shared["root"] / "builds"), SOLBENCH_HARDWARE_DIR=str(shared["hardware"]))
+    env = environment(shared)
     statuses = {}
     for name, extra in (("serial", []), ("pool", ["--lanes", "2"])):
         run_dir = tmp_path / name
@@ -241,8 +246,7 @@ def test_a_problem_without_its_blobs_is_one_line_and_the_run_folder_keeps_every_
     shutil.copytree(layout / "015_paged_decode_blobs_published_separately", dataset / "015_paged_decode_blobs_published_separately")
     shutil.copytree(PROBLEM, dataset / "vector_scale")
     run_dir = tmp_path / "run"
-    env = {k: v for k, v in os.environ.items() if k not in ("SOLBENCH_DEBUG", "SOLBENCH_HARDWARE", "SOLBENCH_BASELINES")}
-    env.update(COLUMNS="200", SOLBENCH_BUILD_CACHE=str(shared["root"] / "builds"), SOLBENCH_HARDWARE_DIR=str(shared["hardware"]))
+    env = environment(shared)
     result = subprocess.run([sys.executable, "-m", "solbench.cli", "run", dataset, "--device", "cpu", "--no-timing", "--run-dir", run_dir],
                             env=env, capture_output=True, text=True, timeout=LIMIT_S, cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr  # a problem was refused
@@ -262,8 +266,7 @@ def test_ctrl_c_says_what_is_kept_and_how_to_go_on(shared: dict[str, Path], tmp_
     import time
 
     run_dir = tmp_path / "cut"
-    env = {k: v for k, v in os.environ.items() if k not in ("SOLBENCH_DEBUG", "SOLBENCH_HARDWARE", "SOLBENCH_BASELINES")}
-    env.update(COLUMNS="200", SOLBENCH_BUILD_CACHE=str(shared["root"] / "builds"), SOLBENCH_HARDWARE_DIR=str(shared["hardware"]), PYTHONUNBUFFERED="1")
+    env = environment(shared)
     bundled = Path(__file__).resolve().parents[2] / "src" / "solbench" / "dataset" / "problems"
     process = subprocess.Popen([sys.executable, "-m", "solbench.cli", "run", str(bundled), "--device", "cpu", "--workloads", "smallest:1",
                                 "--no-timing", "--hardware", "H200", "--baselines", str(tmp_path / "baselines"), "--run-dir", str(run_dir)],

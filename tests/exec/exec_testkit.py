@@ -35,14 +35,24 @@ def outcome(traces: list[Trace]) -> list[tuple[str, str, str]]:
     return [(trace.definition, trace.workload.uuid, trace.evaluation.status.value) for trace in traces]
 
 
-def lane_pids() -> set[int]:
-    """The pool's lane processes: this process's children running solbench.exec.lane_process."""
+def process_state(pid: int) -> str:
+    """The state letter of /proc/PID/stat (R, S, T stopped, Z a zombie, ...)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def child_pids(module: str, *, living: bool = False) -> set[int]:
+    """This process's children running `python -m MODULE` (living: not zombies waiting to be reaped)."""
     pids = set()
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
         for child in (task / "children").read_text().split():
             try:
-                if b"solbench.exec.lane_process" in Path(f"/proc/{child}/cmdline").read_bytes():
+                if module.encode() in Path(f"/proc/{child}/cmdline").read_bytes() and not (living and process_state(int(child)) == "Z"):
                     pids.add(int(child))
             except OSError:
                 continue
     return pids
+
+
+def lane_pids() -> set[int]:
+    """The pool's lane processes: this process's children running solbench.exec.lane_process."""
+    return child_pids("solbench.exec.lane_process")

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from exec_testkit import process_state
+
 from solbench.bench.exclusive import timed_section
 from solbench.bench.workers import compile_cache_environment
 from solbench.data.definition import Definition
@@ -114,10 +116,6 @@ def test_what_a_reference_writes_to_the_compile_process_stdout_is_passed_over(tm
     assert outcome.compiled == 2 and outcome.failed == []
 
 
-def _state(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-
-
 def test_a_timed_section_stops_the_compile_processes_until_it_ends(tmp_path: Path):
     ahead = Precompiler(tmp_path / "cache", "cpu", 1)
     problem = tiny_problem()
@@ -129,9 +127,9 @@ def test_a_timed_section_stops_the_compile_processes_until_it_ends(tmp_path: Pat
     try:
         with timed_section():
             time.sleep(0.2)
-            assert _state(pid) == "T"  # stopped while the GPU is timed
+            assert process_state(pid) == "T"  # stopped while the GPU is timed
         time.sleep(0.2)
-        assert _state(pid) != "T"
+        assert process_state(pid) != "T"
     finally:
         ahead.close()
 

@@ -9,7 +9,7 @@ import threading
 import pytest
 import torch
 
-from exec_testkit import outcome, quick_options, reference_job
+from exec_testkit import child_pids, outcome, quick_options, reference_job
 
 from solbench.bench import exclusive
 from solbench.data.trace import Status, Trace
@@ -83,22 +83,6 @@ def _sleepy_job(name: str, workloads: int) -> Job:
     return Job(problem, reference_solution(problem), trusted=True)
 
 
-def _live_workers() -> list[int]:
-    import os
-    from pathlib import Path
-
-    found = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            try:
-                stat = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
-                if b"solbench.bench.worker" in Path(f"/proc/{child}/cmdline").read_bytes() and stat != "Z":
-                    found.append(int(child))
-            except OSError:
-                continue
-    return found
-
-
 def test_ctrl_c_ends_every_slot_kills_its_workers_and_records_nothing_cut_short() -> None:
     """A KeyboardInterrupt in the main thread while three slots evaluate: evaluate_jobs raises it once
     every slot thread has ended (none is left in a worker or torch call as the interpreter ends), no
@@ -125,5 +109,5 @@ def test_ctrl_c_ends_every_slot_kills_its_workers_and_records_nothing_cut_short(
                 timer[0].cancel()
     assert time.monotonic() - started < 60
     assert not [thread.name for thread in threading.enumerate() if thread.name.startswith("slot-")]
-    assert _live_workers() == []
+    assert child_pids("solbench.bench.worker", living=True) == set()
     assert 1 <= len(seen) < 24 and all(trace.evaluation.status == Status.PASSED for trace in seen), [t.evaluation.log for t in seen]

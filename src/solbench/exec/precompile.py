@@ -41,11 +41,9 @@ def compile_threads(processes: int) -> int:
     """Inductor's parallel compile workers per compile process: the host's cores shared among the
     processes. Left alone, each process starts one worker per core, so 8 processes put 8 x cores
     compilers on the cores at once."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity on this platform
-        cores = os.cpu_count() or 2
-    return max(1, cores // max(1, processes))
+    from solbench.cores import usable_cores
+
+    return max(1, usable_cores() // max(1, processes))
 
 
 @dataclass

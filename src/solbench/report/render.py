@@ -8,13 +8,13 @@ either key) is left alone and is an error.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from urllib.parse import quote, unquote
 
 from pydantic import ValidationError
 
+from solbench.cores import usable_cores
 from solbench.data.errors import SpecError, issues_from_validation_error
 from solbench.data.files import write_atomically
 from solbench.profile.store import run_profiles
@@ -88,8 +88,7 @@ def _workers_for(problems: int) -> int:
     (this process) for small reports, where starting a process costs more than it saves."""
     if problems < 2 * PARALLEL_CHUNK:
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, problems // PARALLEL_CHUNK))
+    return max(1, min(usable_cores(), problems // PARALLEL_CHUNK))
 
 
 def draw_rooflines(content: ReportContent, workers: int | None = None) -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from solbench.cores import usable_cores
 from solbench.sol.analysis import SolResult, analyze, problem_captures
 from solbench.sol.budget import Done, Limits, Report, Stopped, WorkerPool, first_line, run_here
 from solbench.sol.capture import Captures, input_bytes
@@ -117,8 +117,7 @@ def iter_problem_analyses(paths: Iterable[Path], hardware: HardwareSpec, policy:
 
 def default_jobs(problems: int) -> int:
     """Processes for a dataset: one per core this process may use, up to 4, when there are enough problems to share."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(cores, 4, problems // 4 or 1))
+    return max(1, min(usable_cores(), 4, problems // 4 or 1))
 
 
 def _start_order(tasks: list[tuple]) -> list[int]:
