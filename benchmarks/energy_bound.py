@@ -136,9 +136,24 @@ def repeat_series(args: argparse.Namespace, problems: list[Any]) -> dict[str, An
     return series
 
 
+def figures_of(hardware: str | None) -> str | None:
+    """The spec's energy figures in one line (solbench.report.energy_tables.figures_line), or None."""
+    from solbench.report.energy_tables import figures_line
+    from solbench.sol.hardware import get_hardware, load_hardware_file
+
+    if not hardware:
+        return None
+    try:
+        return figures_line(load_hardware_file(Path(hardware)) if Path(hardware).is_file() else get_hardware(hardware))
+    except Exception as exc:  # noqa: BLE001 - the check goes on; the line says why the figures are missing
+        return f"energy figures of {hardware} not read: {exc}"
+
+
 def text_of(result: dict[str, Any]) -> str:
     lines = [(f"energy bound check on {result['hardware'] or 'no spec (no E_SOL)'}: {len(result['rows'])} candidate traces with energy, "
               f"{len(result['violations'])} below E_SOL, run exit code {result['run_exit_code']}, {result['wall_s']:.0f} s")]
+    if result.get("figures"):
+        lines.append(result["figures"])
     lines.append(f"{'op class':<28} {'workloads':>9} {'least':>8} {'median':>8}")
     for name, row in result["per_class"].items():
         lines.append(f"{name:<28} {row['workloads']:>9} {row['least']:>8.3f} {row['median']:>8.3f}")
@@ -179,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     violations = [row for row in rows if row["ratio"] is not None and row["ratio"] < 1 and row["status"] == "PASSED"]
     result: dict[str, Any] = {"hardware": args.hardware, "paths": [str(p) for p in paths], "workloads": args.workloads,
                               "compile_modes": args.compile_modes, "run_exit_code": code, "run_dir": str(run_dir), "rows": rows,
-                              "per_class": per_class(rows), "violations": violations}
+                              "per_class": per_class(rows), "violations": violations, "figures": figures_of(args.hardware)}
     summary = run_dir / "summary.json"
     if summary.is_file():
         result["run_notes"] = json.loads(summary.read_text()).get("notes", [])

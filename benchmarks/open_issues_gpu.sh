@@ -9,7 +9,8 @@
 #   compiled issue 28: pytest -m gpu of the compiled candidates and the executors (tests/bench/test_compiled_reference.py, tests/exec; 150 s)
 #   scale    issue 28: benchmarks/run_at_scale.py solbench:models --workloads smallest:1, default compile modes, cold then
 #            --again over the same baselines (SCALE_LIMIT s for the first run, default 380, and AGAIN_LIMIT s, default 160, for the
-#            second, 0 for none; the run folders' logs and the first run's compile-ahead.jsonl are kept)
+#            second, 0 for none; the run folders' logs and the first run's compile-ahead.jsonl are kept; SCALE_WORK=/tmp/...
+#            keeps the baselines folder for a next call on the same warm machine)
 #   defences the worker's pinned objects (CUPTI timer, launch gate, L2 flusher, channel) and hook checks of 2026-12-07 on a
 #            GPU: pytest -m gpu of tests/bench/test_gpu_eval.py, test_gpu_timing.py and the exploit corpus (legit samples
 #            must PASS, exploits be caught; 360 s: 180 s for the corpus on an H200 on 2026-12-01)
@@ -43,12 +44,13 @@ for group in "${steps[@]}"; do
         tests/bench/test_gpu_timing.py tests/exploits
       tail -n 8 "$OUT/defences-tests.log" >> "$OUT/summary.txt" ;;
     scale)
+      work=${SCALE_WORK:-$OUT/scale-work}  # SCALE_WORK outside $OUT keeps the baselines on a warm machine for a next call
       again=(--again --again-limit "${AGAIN_LIMIT:-160}")
       [ "${AGAIN_LIMIT:-160}" = 0 ] && again=()  # AGAIN_LIMIT=0: the cold run alone (a whole call for it)
       step scale $(( ${SCALE_LIMIT:-380} + ${AGAIN_LIMIT:-160} + 30 )) python3 benchmarks/run_at_scale.py solbench:models --workloads smallest:1 \
-        --limit "${SCALE_LIMIT:-380}" ${again[@]+"${again[@]}"} --work "$OUT/scale-work" --out "$OUT/scale.json"
-      cp "$OUT/scale-work/first/compile-ahead.jsonl" "$OUT/scale-compile-ahead.jsonl" 2>/dev/null
-      rm -rf "$OUT/scale-work/baselines"  # the compile cache: too big to pack
+        --limit "${SCALE_LIMIT:-380}" ${again[@]+"${again[@]}"} --work "$work" --out "$OUT/scale.json"
+      cp "$work/first/compile-ahead.jsonl" "$OUT/scale-compile-ahead.jsonl" 2>/dev/null
+      [ "$work" = "$OUT/scale-work" ] && rm -rf "$work/baselines"  # the compile cache: too big to pack
       tail -n 40 "$OUT/scale.log" >> "$OUT/summary.txt" ;;
     serve)
       mkdir -p "$OUT/serve"

@@ -102,3 +102,34 @@ def _hold(release: threading.Event) -> None:
 def _time_once() -> None:
     with timed_section():
         pass
+
+
+def test_memory_hooks_are_told_of_work_evaluated_again_alone_and_not_of_timed_sections() -> None:
+    timed: list[bool] = []
+    memory: list[tuple[bool, int]] = []
+
+    def memory_hook(started: bool) -> None:
+        memory.append((started, exclusive._share._readers))
+
+    exclusive.register(timed.append, memory_hook)
+    try:
+        _time_once()
+        assert timed == [True, False] and memory == []
+        release = threading.Event()
+        holder = _in_thread(lambda: _hold(release))
+        time.sleep(0.05)
+        again = _in_thread(_alone_once)
+        time.sleep(0.1)
+        assert memory == []  # it waits for the shared work like a timed section, before any memory is handed back
+        release.set()
+        again.join(5)
+        holder.join(5)
+    finally:
+        exclusive.unregister(timed.append, memory_hook)
+    assert memory == [(True, 0), (False, 0)] and timed == [True, False]
+    assert memory_hook not in exclusive._memory_hooks
+
+
+def _alone_once() -> None:
+    with exclusive.device_alone():
+        pass

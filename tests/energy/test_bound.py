@@ -74,3 +74,28 @@ def test_e_sol_of_a_real_analysis_and_no_bound_on_a_datasheet_spec(energy_spec):
     assert datasheet.energy is None
     bound, note = bound_for_spec(analyze(problem, workload, datasheet, "relaxed"), datasheet)
     assert bound is None and "no energy figures (datasheet only)" in note
+
+
+def test_e_sol_is_the_fits_lower_envelope_at_or_below_every_calibration_kernel():
+    """A least-squares fit runs through the middle of its kernels: the bound takes its figures down by the
+    largest over-estimate, so that no calibration kernel measured less than the bound prices it."""
+    from solbench.energy.calibrate import figures_of
+    from solbench.energy.fit import Sample, fit
+
+    # two bf16 matmuls whose energy per FLOP differs by 6%, and two copies: no line runs through all four
+    samples = [Sample("mm-big", 1e8, 1e8, {"tensor_bf16": 1e12}, 0.53), Sample("mm-small", 1e7, 1e7, {"tensor_bf16": 1e11}, 0.05),
+               Sample("copy-big", 1e9, 1e9, {}, 0.1), Sample("copy-small", 1e8, 1e8, {}, 0.0102)]
+    fitted = fit(samples)
+    figures = figures_of(fitted, samples, 100.0, "GPU", 700.0, 1.0)
+    over = max(f / s.joules for f, s in zip(fitted.fitted, samples))
+    assert over > 1.02  # the central fit prices one kernel above what it measured
+    assert figures.envelope() == pytest.approx(1 / over, rel=2e-3)  # the stored figures keep 4 digits
+    for sample in samples:
+        analysed = result({unit: flops for unit, flops in sample.flops.items()}, sample.dram_bytes, 0.0)
+        dynamic = energy_bound(analysed, figures).joules  # T_SOL 0: the dynamic part alone (dram and l2 bytes are equal here)
+        assert dynamic <= sample.joules * (1 + 1e-3), (sample.kernel, dynamic, sample.joules)
+    # the parts are scaled alike, and figures without samples are not scaled
+    bound = energy_bound(result({"tensor_bf16": 1e12}, 1e8, 1e-3), figures)
+    assert bound.parts["compute"] == pytest.approx(figures.envelope() * 1e12 * figures.op_pj["tensor_bf16"] * 1e-12)
+    assert bound.parts["static"] == pytest.approx(100.0 * 1e-3)
+    assert FIG.envelope() == 1.0

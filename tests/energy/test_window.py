@@ -9,7 +9,7 @@ import time
 import pytest
 
 from solbench.energy.window import (
-    AHEAD_EXTRA_S, AHEAD_STEPS_FACTOR, CounterPoller, CounterStuck, Window, _covered, calls_ahead, idle_window, loop_window, measure,
+    AHEAD_EXTRA_S, AHEAD_STEPS_FACTOR, CounterPoller, CounterStuck, StepsExhausted, Window, _covered, calls_ahead, idle_window, loop_window, measure,
 )
 
 from energy_testkit import SEEN_WITHIN_S, SteppedCounter
@@ -73,6 +73,30 @@ def test_a_counter_that_never_advances_or_fails_is_one_line(monkeypatch):
 
     with pytest.raises(CounterStuck, match="could not be read: OSError: NVML: GPU is lost"):
         loop_window(Failing(100.0, period_s=PERIOD_S, clock=time.monotonic), sleeping(0.001), 1.0)
+
+
+def limited(seconds: float, calls: int):
+    """A step of `seconds` that has `calls` calls to run, then raises StepsExhausted (inputs made ahead, all used)."""
+    done = []
+
+    def step() -> None:
+        if len(done) >= calls:
+            raise StepsExhausted(f"the counter did not update within the {calls} calls whose inputs were made ahead")
+        done.append(1)
+        time.sleep(seconds)
+    return step
+
+
+def test_calls_that_run_out_end_the_window_at_the_last_update_if_it_is_long_enough():
+    counter = SteppedCounter(300.0, period_s=PERIOD_S, clock=time.monotonic)
+    # 0.3 s asked for, calls for about 0.2 s: the window ends at the last update seen before they ran out
+    window = loop_window(counter, limited(0.002, 100), 0.3, shortest_s=0.1)
+    assert 0.1 <= window.seconds < 0.3 and window.steps == 100
+    assert window.covered_steps <= 100 and window.per_step_j == pytest.approx(300.0 * window.seconds / window.covered_steps, rel=0.03)
+    # too short a window, no shortest allowed, or fewer steps than the window must hold: one line, no reading
+    for shortest_s, min_steps in ((0.25, 1), (None, 1), (0.05, 101)):
+        with pytest.raises(CounterStuck, match="within the 100 calls whose inputs were made ahead"):
+            loop_window(counter, limited(0.002, 100), 0.3, min_steps=min_steps, shortest_s=shortest_s)
 
 
 def test_the_counter_is_read_by_the_poller_never_by_the_steps():

@@ -28,6 +28,15 @@ REFERENCE = "import torch\n\n\n@torch.no_grad()\ndef run(x):\n    return torch.n
 LIGHT = "import torch\n\n\ndef run(x):\n    return x.view(-1)\n"  # a graph without a kernel: nothing for inductor to build in C++
 
 
+def the_one(processes) -> int:
+    """The process id in `processes` (a Precompiler's running or in_flight), once there is one (2 minutes at most)."""
+    deadline = time.monotonic() + 120
+    while not processes and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (pid,) = list(processes)
+    return pid
+
+
 def tiny_problem(name: str = "ahead_silu", reference: str = REFERENCE) -> Problem:
     definition = Definition.model_validate({
         "name": name, "axes": {"N": {"type": "var"}}, "inputs": {"x": {"shape": ["N"], "dtype": "float32"}},
@@ -44,7 +53,25 @@ print(json.dumps({"error": error, "hits": torch._dynamo.utils.counters["inductor
 """
 
 
-def test_a_compile_ahead_fills_the_cache_that_the_next_compile_of_the_same_reference_loads(tmp_path: Path):
+CANDIDATE_HITS = """
+import json, sys
+from pathlib import Path
+import torch
+from solbench.bench.builders import build
+from solbench.bench.verify import compiled_reference
+from solbench.data.definition import Definition
+from solbench.data.inputs import generate_inputs
+from solbench.data.problem import Problem
+from solbench.data.workload import Workload
+payload = json.loads(sys.argv[1])
+problem = Problem(Definition.model_validate(payload["definition"]), [Workload.model_validate(w) for w in payload["workloads"]])
+run = build(compiled_reference(problem, "default"), cache_root=Path(sys.argv[2]), device="cpu").function
+run(*generate_inputs(problem, problem.workloads[0], seed=0, trial=0, device="cpu", profile="auto").values())
+print(json.dumps({"hits": torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"]}))
+"""
+
+
+def test_a_compile_ahead_fills_the_cache_that_the_next_compile_and_the_candidates_worker_load(tmp_path: Path):
     cache = tmp_path / "compile-cache"
     problem = tiny_problem()
     ahead = Precompiler(cache, "cpu", 1)
@@ -61,6 +88,12 @@ def test_a_compile_ahead_fills_the_cache_that_the_next_compile_of_the_same_refer
     assert again.returncode == 0, again.stderr
     found = json.loads(again.stdout.strip().splitlines()[-1])
     assert found["error"] is None and found["hits"] >= 1  # loaded from the cache, not compiled again
+    # the compile process compiles the candidate's own module (the entry function and settings that
+    # solbench.bench.compile_limits adds), so the candidate's worker finds those graphs in the cache too
+    built = subprocess.run([sys.executable, "-c", CANDIDATE_HITS, json.dumps(payload), str(tmp_path / "builds")], capture_output=True, text=True,
+                           timeout=600, env={**__import__("os").environ, **compile_cache_environment(cache)})
+    assert built.returncode == 0, built.stderr
+    assert json.loads(built.stdout.strip().splitlines()[-1])["hits"] >= 1  # loaded, not compiled again
 
 
 def test_one_compile_process_serves_the_next_compiles_and_a_dead_one_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -120,10 +153,7 @@ def test_a_timed_section_stops_the_compile_processes_until_it_ends(tmp_path: Pat
     ahead = Precompiler(tmp_path / "cache", "cpu", 1)
     problem = tiny_problem()
     ahead.submit(problem, problem.workloads, "default")
-    deadline = time.monotonic() + 120
-    while not ahead.running and time.monotonic() < deadline:
-        time.sleep(0.05)
-    (pid,) = list(ahead.running)
+    pid = the_one(ahead.running)
     try:
         with timed_section():
             time.sleep(0.2)
@@ -191,10 +221,7 @@ def test_a_compile_killed_when_the_run_ends_is_no_failure(tmp_path: Path):
     slow = tiny_problem("ahead_slow", "import time\ntime.sleep(60)\n" + LIGHT)
     running = ahead.submit(slow, slow.workloads, "default")
     queued = ahead.submit(slow, slow.workloads, "default")
-    deadline = time.monotonic() + 120
-    while not ahead.running and time.monotonic() < deadline:
-        time.sleep(0.05)
-    (pid,) = list(ahead.running)
+    pid = the_one(ahead.running)
     assert os.getpgid(pid) == pid  # a process group of its own: its compile workers are signalled with it
     started = time.monotonic()
     outcome = ahead.close()
@@ -203,35 +230,23 @@ def test_a_compile_killed_when_the_run_ends_is_no_failure(tmp_path: Path):
     assert running.result(timeout=1)[1] == "not finished: the run ended" and queued.cancelled()
 
 
-CANDIDATE_HITS = """
-import json, sys
-from pathlib import Path
-import torch
-from solbench.bench.builders import build
-from solbench.bench.verify import compiled_reference
-from solbench.data.definition import Definition
-from solbench.data.inputs import generate_inputs
-from solbench.data.problem import Problem
-from solbench.data.workload import Workload
-payload = json.loads(sys.argv[1])
-problem = Problem(Definition.model_validate(payload["definition"]), [Workload.model_validate(w) for w in payload["workloads"]])
-run = build(compiled_reference(problem, "default"), cache_root=Path(sys.argv[2]), device="cpu").function
-run(*generate_inputs(problem, problem.workloads[0], seed=0, trial=0, device="cpu", profile="auto").values())
-print(json.dumps({"hits": torch._dynamo.utils.counters["inductor"]["fxgraph_cache_hit"]}))
-"""
+def test_a_workload_evaluated_again_for_memory_ends_the_compiles_in_flight_and_they_run_again_after(tmp_path: Path):
+    """device_alone (a workload evaluated again after running out of memory) hands the device's memory
+    back: the compile in flight is ended (its process gone), none starts while it lasts, and the compile
+    runs again after it, to its result: neither lost nor counted as failed."""
+    from solbench.bench.exclusive import device_alone
 
-
-def test_the_compiled_candidate_built_as_its_worker_builds_it_loads_what_was_compiled_ahead(tmp_path: Path):
-    """The compile process compiles the candidate's own module (the entry function and settings that
-    solbench.bench.compile_limits adds), so the candidate's worker finds those graphs in the cache."""
-    cache = tmp_path / "compile-cache"
-    problem = tiny_problem()
-    payload = {"definition": problem.definition.to_json_dict(), "workloads": [w.to_json_dict() for w in problem.workloads], "root": None,
-               "kind": "problem", "profile": None, "synthesize": False, "mode": "default", "device": "cpu", "seed": 0, "input_profile": "auto"}
-    environment = {**__import__("os").environ, **compile_cache_environment(cache)}
-    ahead = subprocess.run([sys.executable, "-c", CACHE_HITS, json.dumps(payload)], capture_output=True, text=True, timeout=600, env=environment)
-    assert ahead.returncode == 0 and json.loads(ahead.stdout.strip().splitlines()[-1])["error"] is None, ahead.stderr
-    built = subprocess.run([sys.executable, "-c", CANDIDATE_HITS, json.dumps(payload), str(tmp_path / "builds")], capture_output=True, text=True,
-                           timeout=600, env=environment)
-    assert built.returncode == 0, built.stderr
-    assert json.loads(built.stdout.strip().splitlines()[-1])["hits"] >= 1  # loaded, not compiled again
+    ahead = Precompiler(tmp_path / "cache", "cpu", 1)
+    slowish = tiny_problem("ahead_slowish", "import time\ntime.sleep(4)\n" + LIGHT)
+    future = ahead.submit(slowish, slowish.workloads, "default")
+    pid = the_one(ahead.in_flight)
+    try:
+        with device_alone():
+            time.sleep(0.3)
+            assert not os.path.exists(f"/proc/{pid}")  # ended and reaped: its device memory is back
+            assert not ahead.running and not future.done()  # and nothing started in its place
+        seconds, error = future.result(timeout=300)
+        assert error is None and seconds > 4  # compiled again, whole, in a new process
+    finally:
+        outcome = ahead.close()
+    assert outcome.compiled == 1 and outcome.failed == []

@@ -4,7 +4,10 @@ Evaluations of one process may run side by side on one device (`solbench run --c
 correctness work shares the device (`device_shared`, taken around every worker request and the
 orchestrator's comparisons), while a timed section (`timed_section`) waits until no shared work is in
 flight, keeps new shared work out until it ends (a waiting timed section goes first), and pauses
-whatever else of this process registered a hook (the run's compiles ahead, in other processes)."""
+whatever else of this process registered a hook (the run's compiles ahead, in other processes). Work
+evaluated again after running out of memory (`device_alone`) also calls the memory hooks: whatever
+holds device memory in other processes for this one hands it back while it runs (the compiles ahead
+are ended and queued again)."""
 
 from __future__ import annotations
 
@@ -14,15 +17,21 @@ import time
 from typing import Callable, Iterator
 
 _hooks: list[Callable[[bool], None]] = []  # called with True as a timed section starts, False as it ends
+_memory_hooks: list[Callable[[bool], None]] = []  # called with True as work that needs the device's memory starts, False as it ends
 
 
-def register(hook: Callable[[bool], None]) -> None:
+def register(hook: Callable[[bool], None], memory: Callable[[bool], None] | None = None) -> None:
+    """`hook` around every timed section; `memory`, where given, around every device_alone section."""
     _hooks.append(hook)
+    if memory is not None:
+        _memory_hooks.append(memory)
 
 
-def unregister(hook: Callable[[bool], None]) -> None:
+def unregister(hook: Callable[[bool], None], memory: Callable[[bool], None] | None = None) -> None:
     if hook in _hooks:
         _hooks.remove(hook)
+    if memory is not None and memory in _memory_hooks:
+        _memory_hooks.remove(memory)
 
 
 class _DeviceShare:
@@ -96,21 +105,30 @@ def device_shared() -> contextlib.AbstractContextManager[None]:
     return _share.shared()
 
 
-def device_alone() -> contextlib.AbstractContextManager[None]:
-    """Around work that must have the device to itself within this process (a workload evaluated again
-    after running out of memory beside other evaluations); timed sections inside it pass through."""
-    return _share.alone()
+@contextlib.contextmanager
+def _telling(hooks: list[Callable[[bool], None]]) -> Iterator[None]:
+    """Each hook told (True) that the section starts, and (False) that it ended however it ends."""
+    for hook in list(hooks):
+        hook(True)
+    try:
+        yield
+    finally:
+        for hook in list(hooks):
+            hook(False)
+
+
+@contextlib.contextmanager
+def device_alone() -> Iterator[None]:
+    """Around work that must have the device to itself (a workload evaluated again after running out of
+    memory beside other evaluations): within this process, and the memory hooks told it starts and ends
+    (other processes' device memory handed back); timed sections inside it pass through."""
+    with _share.alone(), _telling(_memory_hooks):
+        yield
 
 
 @contextlib.contextmanager
 def timed_section() -> Iterator[None]:
     """Around a timed request: it waits for the device to be free of shared work, then every hook is
     told it starts, and told it ended however it ends."""
-    with _share.alone():
-        for hook in list(_hooks):
-            hook(True)
-        try:
-            yield
-        finally:
-            for hook in list(_hooks):
-                hook(False)
+    with _share.alone(), _telling(_hooks):
+        yield

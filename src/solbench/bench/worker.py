@@ -329,7 +329,7 @@ class Worker:
             keep_finished_calls()
             first = state["index"] + 1
             if first + batch > len(ahead):
-                raise energy_window.CounterStuck(f"the counter did not update within the {len(ahead)} calls whose inputs were made ahead")
+                raise energy_window.StepsExhausted(f"the counter did not update within the {len(ahead)} calls whose inputs were made ahead")
             for index in range(first, first + batch):
                 arguments, outputs = ahead[index]  # type: ignore[misc]
                 ahead[index] = None  # the step keeps its own references until its outputs are checked
@@ -346,7 +346,7 @@ class Worker:
                 calls_ahead, window_s = self._calls_made_ahead(request, min_steps, blank_set) if request.pool_bytes > 0 else (0, 0.0)
                 if calls_ahead:
                     readings = energy_window.measure(counter, blank_step_ahead, call_step_ahead, window_s, request.idle_s,
-                                                     min_calls=min_steps, before_calls=make_ahead)
+                                                     min_calls=min_steps, before_calls=make_ahead, shortest_s=window_s / 2)
                 else:
                     readings = energy_window.measure(counter, blank_step, call_step, request.window_s, request.idle_s, min_calls=min_steps)
         except energy_window.CounterStuck as exc:

@@ -1,6 +1,6 @@
 """E_SOL: the least energy a workload can take on a chip, from the same SOL analysis as T_SOL.
 
-    E_SOL = B x (e_DRAM + e_L2) + sum over units of FLOPs_u x e_u + P_static x T_SOL
+    E_SOL = k x (B x (e_DRAM + e_L2) + sum over units of FLOPs_u x e_u) + P_static x T_SOL
 
 B is the workload's compulsory DRAM traffic (`bytes_cache_aware`: inputs as far as they are read,
 outputs, and the re-reads any tiling must pay); every such byte also passes the L2 on its way to or
@@ -12,6 +12,8 @@ vector units, or 3xTF32 on the tensor units; under relaxed also the 16-bit tenso
 HardwareSpec.rate. A unit the calibration did not measure is priced at the least energy per operation
 of any measured unit (never more than a real kernel could pay), with a note. P_static is the idle
 power measured before the calibration: a call that takes T_SOL pays at least that much over it.
+k (EnergyFigures.envelope, at most 1) is the fit's lower envelope: the least measured/fitted joules of
+its calibration kernels, so that the dynamic part is never above what any of them measured.
 """
 
 from __future__ import annotations
@@ -74,10 +76,11 @@ def energy_bound(result: Any, figures: EnergyFigures, relaxed_unit: str = "tenso
         compute += flops * joules
         if note:
             notes.append(note)
+    envelope = figures.envelope()
     parts = {
-        "dram": moved * figures.dram_pj_per_byte * 1e-12,
-        "l2": moved * figures.l2_pj_per_byte * 1e-12,
-        "compute": compute,
+        "dram": envelope * moved * figures.dram_pj_per_byte * 1e-12,
+        "l2": envelope * moved * figures.l2_pj_per_byte * 1e-12,
+        "compute": envelope * compute,
         "static": figures.static_power_w * float(result.t_sol_s),
     }
     return EnergyBound(sum(parts.values()), parts, notes)

@@ -65,6 +65,10 @@ class CounterStuck(RuntimeError):
     """The counter did not advance within UPDATE_TIMEOUT_S (one line: how long it was watched)."""
 
 
+class StepsExhausted(RuntimeError):
+    """A loop window's step has no call left to run (their inputs were made ahead, and all are used)."""
+
+
 @dataclass(frozen=True)
 class Window:
     start_mj: int
@@ -176,14 +180,24 @@ def idle_window(counter: Any, min_s: float, clock: Clock = time.monotonic, poll_
 
 
 def loop_window(counter: Any, step: Callable[[], None], min_s: float, min_steps: int = 1, clock: Clock = time.monotonic,
-                poll_s: float = POLL_S) -> Window:
+                poll_s: float = POLL_S, shortest_s: float | None = None) -> Window:
     """`step` run back to back from one update until an update at least `min_s` after it has been seen
-    and at least `min_steps` steps are done (see the module docstring)."""
+    and at least `min_steps` steps are done (see the module docstring). A step that raises StepsExhausted
+    ends the window at the last update seen if that is at least `shortest_s` after the start and the
+    steps are done (the calls made ahead ran slower than when they were counted: the window is shorter,
+    not lost); otherwise it is CounterStuck."""
     with CounterPoller(counter, clock, poll_s) as poller:
         start, start_at = poller.wait_for(0, clock())
         ends: list[float] = [clock()]  # ends[0]: when the first step began; ends[i]: when step i ended
         while True:
-            step()
+            try:
+                step()
+            except StepsExhausted as exc:
+                seen = len(poller.updates)
+                value, at = poller.updates[seen - 1]
+                if shortest_s is not None and seen > 1 and at - start_at >= shortest_s and len(ends) - 1 >= min_steps:
+                    break
+                raise CounterStuck(str(exc)) from None
             ends.append(clock())
             poller._raise_if_failed()
             seen = len(poller.updates)  # the poller only appends: the first `seen` stay as they are
@@ -220,15 +234,16 @@ class Readings:
 
 def measure(counter: Any, blank_step: Callable[[], None], call_step: Callable[[], None], window_s: float, idle_s: float,
             min_calls: int = 1, clock: Clock = time.monotonic, poll_s: float = POLL_S,
-            before_calls: Callable[[], None] | None = None) -> Readings:
+            before_calls: Callable[[], None] | None = None, shortest_s: float | None = None) -> Readings:
     """Idle power just before, then the blank window, the window of calls and the blank window again (no
     call of the solution runs before the first blank window ends; the second shows how far the power of
     the same steps moved while the calls ran, and their mean is what is subtracted). `before_calls` runs
-    between the first blank window and the window of calls, inside neither (the calls' inputs made ahead)."""
+    between the first blank window and the window of calls, inside neither (the calls' inputs made ahead);
+    `shortest_s`: the window of calls may end that early when its calls run out (loop_window)."""
     idle = idle_window(counter, idle_s, clock, poll_s)
     blank = loop_window(counter, blank_step, window_s, 1, clock, poll_s)
     if before_calls is not None:
         before_calls()
-    loop = loop_window(counter, call_step, window_s, min_calls, clock, poll_s)
+    loop = loop_window(counter, call_step, window_s, min_calls, clock, poll_s, shortest_s)
     after = loop_window(counter, blank_step, window_s, 1, clock, poll_s)
     return Readings(idle, blank, loop, after)

@@ -5,7 +5,10 @@ worker finds the graphs compiled and loads them instead of compiling.
 
 Only trusted code runs here (the problems' references). The processes share the GPU with the
 evaluation's correctness checks, never with timing: they are stopped (SIGSTOP) while a timed request
-is in flight (solbench.bench.exclusive) and continued after it.
+is in flight (solbench.bench.exclusive) and continued after it. Nor with a workload evaluated again
+after running out of memory: the compiles in flight are ended (their processes hold device memory:
+inputs, autotuning buffers; an H100's 80 GB ran out beside 8 of them, 2026-12-07), queued again at
+their end of the queue, and no compile starts until that evaluation is over.
 """
 
 from __future__ import annotations
@@ -87,13 +90,16 @@ class Precompiler:
         self.pending: deque[_Queued] = deque()
         self.closed = False
         self.paused = False
+        self.held = False  # no compile starts (a workload evaluated again needs the device's memory)
+        self.in_flight: set[int] = set()  # the processes running a compile now
+        self.evicted: set[int] = set()  # processes ended by _make_room: their compiles are queued again
         self.started = time.monotonic()
         self.futures: list[tuple[str, Future]] = []
         self.by_key: dict[object, Future] = {}
         self.outcome = AheadOutcome()
         self.threads = [threading.Thread(target=self._serve, args=(number % 2 == 1,), name=f"compile-ahead-{number}", daemon=True)
                         for number in range(processes)]
-        register(self._pause)
+        register(self._pause, self._make_room)
         for thread in self.threads:
             thread.start()
 
@@ -127,12 +133,12 @@ class Precompiler:
         compiles = 0
         while True:
             with self.wakeup:
-                while not self.pending and not self.closed:
+                while (not self.pending or self.held) and not self.closed:
                     self.wakeup.wait()
                 if self.closed:
                     return
                 queued = self.pending.pop() if from_the_end else self.pending.popleft()
-                if not queued.future.set_running_or_notify_cancel():
+                if not (queued.future.running() or queued.future.set_running_or_notify_cancel()):  # running: queued again by _make_room
                     continue
                 if process is None or process.poll() is not None or compiles >= COMPILES_PER_PROCESS:
                     if process is not None:
@@ -144,7 +150,20 @@ class Precompiler:
                     if self.paused:
                         _signal_group(process.pid, signal.SIGSTOP)
                 compiles += 1
+                self.in_flight.add(process.pid)
             result = self._compile(process, queued.payload)
+            with self.wakeup:
+                self.in_flight.discard(process.pid)
+                if process.pid in self.evicted and not self.closed:  # ended to free the device's memory: compiled again later
+                    self.evicted.discard(process.pid)
+                    self._retire(process)
+                    process = None
+                    if from_the_end:
+                        self.pending.append(queued)
+                    else:
+                        self.pending.appendleft(queued)
+                    self.wakeup.notify()
+                    continue
             if result[1] is not None and result[1].startswith(ENDED):
                 process = None  # retired in _compile
                 if self.closed:  # killed by close(): not a failure of the reference
@@ -194,6 +213,18 @@ class Precompiler:
         _signal_group(process.pid, signal.SIGKILL)
         process.wait()
 
+    def _make_room(self, held: bool) -> None:
+        """A workload is evaluated again after running out of memory (held=True): the compiles in flight
+        are ended, to be queued again by their threads, and none starts until held=False."""
+        with self.wakeup:
+            self.held = held
+            if held:
+                for pid, process in list(self.running.items()):
+                    if pid in self.in_flight:
+                        self.evicted.add(pid)
+                        self._retire(process)
+            self.wakeup.notify_all()
+
     def _pause(self, paused: bool) -> None:
         with self.lock:
             self.paused = paused
@@ -202,11 +233,12 @@ class Precompiler:
 
     def close(self) -> AheadOutcome:
         """Stop: what was not started is dropped, what runs is killed; the outcome of what finished."""
-        unregister(self._pause)
+        unregister(self._pause, self._make_room)
         with self.wakeup:
             self.closed = True
             for queued in self.pending:
-                queued.future.cancel()
+                if not queued.future.cancel():  # running: queued again after _make_room ended its process
+                    queued.future.set_result((0.0, "not finished: the run ended"))
             self.pending.clear()
             self.wakeup.notify_all()
         self._pause(False)

@@ -30,6 +30,8 @@ def figures_line(spec: Any) -> str:
     if figures is None:
         return no_figures_note(spec)
     fit = f", fit residuals rms {figures.rms_residual:.1%}, max {figures.max_residual:.1%}" if figures.rms_residual is not None else ""
+    envelope = figures.envelope()
+    fit += f", E_SOL's per-byte and per-operation energies x {envelope:.3f} (the fit's lower envelope)" if envelope < 1 else ""
     return (f"{spec.name} energy figures of {figures.date} ({figures.device or 'device not named'}): DRAM {figures.dram_pj_per_byte:.3g} pJ/B, "
             f"L2 {figures.l2_pj_per_byte:.3g} pJ/B, static {figures.static_power_w:.0f} W{fit}")
 
