@@ -17,6 +17,10 @@ DIR gets energy_bound.json (every row, the per-class table, the repeat series) a
 (the same as text), and the run's log (run.log); the run folder and baselines go to a temporary folder
 unless --keep names one. Exit code 1 on a violation, on a run that failed to start, or when nothing
 could be measured (no counter: the run's notes say why).
+
+`--reprice EARLIER/energy_bound.json` runs nothing: the rows measured then are priced again with
+today's E_SOL on --hardware (a changed bound checked against joules already measured, on any machine;
+each row keeps the E_SOL it had as `earlier_sol_j`).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--limit", type=float, default=1800.0, help="seconds the run may take before it is stopped (default 1800)")
     parser.add_argument("--keep", type=Path, help="keep the run folder and baselines here (default: a temporary folder)")
     parser.add_argument("--device", default="auto", help="auto, cuda, cuda:N or cpu (on a CPU there is no counter: the notes say so)")
+    parser.add_argument("--reprice", type=Path, help="an earlier energy_bound.json: its rows priced again on --hardware, nothing run")
     return parser.parse_args(argv)
 
 
@@ -136,15 +141,39 @@ def repeat_series(args: argparse.Namespace, problems: list[Any]) -> dict[str, An
     return series
 
 
+def reprice(rows: list[dict[str, Any]], problems: dict[str, Any], hardware: str) -> list[dict[str, Any]]:
+    """The rows with E_SOL priced again on `hardware` as the evaluator prices it (solbench.energy.evaluate.sol_energy,
+    the problem's precision policy, the latency floor on), the earlier E_SOL kept as earlier_sol_j."""
+    from solbench.energy.evaluate import sol_energy
+    from solbench.sol.api import policy_for
+
+    spec = load_spec(hardware)
+    priced = []
+    for row in rows:
+        row = {**row, "earlier_sol_j": row["sol_j"]}
+        problem = problems.get(row["problem"])
+        workload = next((w for w in problem.workloads if w.uuid == row["workload"]), None) if problem is not None else None
+        if workload is not None:
+            row["sol_j"], _ = sol_energy(problem, workload, spec, policy_for(problem, None), None, True)
+            row["ratio"] = row["joules"] / row["sol_j"] if row["joules"] is not None and row["sol_j"] else None
+        priced.append(row)
+    return priced
+
+
+def load_spec(hardware: str) -> Any:
+    from solbench.sol.hardware import get_hardware, load_hardware_file
+
+    return load_hardware_file(Path(hardware)) if Path(hardware).is_file() else get_hardware(hardware)
+
+
 def figures_of(hardware: str | None) -> str | None:
     """The spec's energy figures in one line (solbench.report.energy_tables.figures_line), or None."""
     from solbench.report.energy_tables import figures_line
-    from solbench.sol.hardware import get_hardware, load_hardware_file
 
     if not hardware:
         return None
     try:
-        return figures_line(load_hardware_file(Path(hardware)) if Path(hardware).is_file() else get_hardware(hardware))
+        return figures_line(load_spec(hardware))
     except Exception as exc:  # noqa: BLE001 - the check goes on; the line says why the figures are missing
         return f"energy figures of {hardware} not read: {exc}"
 
@@ -188,15 +217,26 @@ def main(argv: list[str] | None = None) -> int:
 
     paths = [Path(p) for p in args.paths] or [bundled_problems_path()]
     problems = load_problems(paths)
-    work = args.keep or Path(tempfile.mkdtemp(prefix="energy-bound-"))
-    code, run_dir, baselines = run_candidates(args, work)
-    rows = candidate_rows(baselines, {p.name: p for p in problems})
+    if args.reprice:
+        if not args.hardware:
+            print("energy_bound.py: --reprice needs --hardware (a spec with energy figures)", file=sys.stderr)
+            return 2
+        earlier = json.loads(args.reprice.read_text())
+        code, run_dir, baselines = earlier.get("run_exit_code"), Path(earlier.get("run_dir", "")), None
+        rows = reprice(earlier["rows"], {p.name: p for p in problems}, args.hardware)
+        args.no_repeat = True
+    else:
+        work = args.keep or Path(tempfile.mkdtemp(prefix="energy-bound-"))
+        code, run_dir, baselines = run_candidates(args, work)
+        rows = candidate_rows(baselines, {p.name: p for p in problems})
     violations = [row for row in rows if row["ratio"] is not None and row["ratio"] < 1 and row["status"] == "PASSED"]
     result: dict[str, Any] = {"hardware": args.hardware, "paths": [str(p) for p in paths], "workloads": args.workloads,
                               "compile_modes": args.compile_modes, "run_exit_code": code, "run_dir": str(run_dir), "rows": rows,
                               "per_class": per_class(rows), "violations": violations, "figures": figures_of(args.hardware)}
+    if args.reprice:
+        result["repriced_from"] = str(args.reprice)
     summary = run_dir / "summary.json"
-    if summary.is_file():
+    if summary.is_file() and not args.reprice:
         result["run_notes"] = json.loads(summary.read_text()).get("notes", [])
     if not args.no_repeat and args.repeats > 0:
         result["repeat"] = repeat_series(args, problems)

@@ -59,3 +59,32 @@ def test_the_benchmark_on_a_cpu_says_why_nothing_was_measured(bench: ModuleType,
     assert any(note.startswith("energy not measured: ") for note in result["run_notes"])
     assert result["repeat"]["repeats"] == 2 and result["repeat"]["joules"] == [] and result["repeat"]["notes"]
     assert os.path.getsize(out / "energy_bound.txt") > 0
+
+
+def test_reprice_prices_earlier_rows_again_on_a_spec_and_keeps_the_earlier_bound(bench: ModuleType, tmp_path: Path):
+    """--reprice runs nothing: the earlier rows' E_SOL is priced again as the evaluator prices it (here on a
+    spec whose fit's lower envelope is 0.9), so a row between the two bounds is a violation no more."""
+    from solbench.data.loaders import load_problems
+    from solbench.energy.evaluate import sol_energy
+    from solbench.sol.api import policy_for
+    from solbench.sol.hardware import load_hardware_file
+
+    from energy_testkit import FIGURES, write_spec
+
+    samples = [{"kernel": "matmul", "measured_j": 0.9, "fitted_j": 1.0, "residual": 0.111}, {"kernel": "copy", "measured_j": 1.0, "fitted_j": 1.0, "residual": 0.0}]
+    spec_path = write_spec(tmp_path, "H200-enveloped", {**FIGURES, "samples": samples})
+    problem = load_problems([VECTOR_SCALE])[0]
+    workload = problem.workloads[0]
+    enveloped, _ = sol_energy(problem, workload, load_hardware_file(spec_path), policy_for(problem, None), None, True)
+    unscaled, _ = sol_energy(problem, workload, load_hardware_file(write_spec(tmp_path, "H200-plain")), policy_for(problem, None), None, True)
+    assert enveloped < unscaled
+    earlier = {"run_exit_code": 0, "run_dir": str(tmp_path / "gone"),
+               "rows": [row(problem.name, "elementwise", workload.uuid, "eager", (enveloped + unscaled) / 2, unscaled)]}
+    (tmp_path / "earlier.json").write_text(json.dumps(earlier))
+    code = bench.main(["--reprice", str(tmp_path / "earlier.json"), "--hardware", str(spec_path), "--out", str(tmp_path / "out"), str(VECTOR_SCALE)])
+    result = json.loads((tmp_path / "out" / "energy_bound.json").read_text())
+    (repriced,) = result["rows"]
+    assert repriced["earlier_sol_j"] == pytest.approx(unscaled) and repriced["sol_j"] == pytest.approx(enveloped)
+    assert repriced["ratio"] == pytest.approx((enveloped + unscaled) / 2 / enveloped) and repriced["ratio"] > 1
+    assert code == 0 and result["violations"] == [] and "x 0.900 (the fit's lower envelope)" in (tmp_path / "out" / "energy_bound.txt").read_text()
+    assert bench.main(["--reprice", str(tmp_path / "earlier.json"), "--out", str(tmp_path / "out2")]) == 2  # no spec: one line, exit 2
