@@ -6,6 +6,8 @@
 #            three small bundled problems with 5 repeats of rmsnorm: the short-call method's spread and power; 345 s at most)
 #   energy-all issue 32: hw calibrate --energy, then benchmarks/energy_bound.py over all 13 bundled problems (eager and
 #            compile-default, smallest workload) and 5 repeats of the 4 us SiLU (450 s at most)
+#   energy-tight issue 32 in a short call: hw calibrate --energy, then energy_bound.py over the 5 problems where the bound is
+#            tightest or the calls are made ahead (the two bf16 GEMMs, the SwiGLU MLP, fused add+RMSNorm, SiLU) and 5 repeats of SiLU (200 s)
 #   compiled issue 28: pytest -m gpu of the compiled candidates and the executors (tests/bench/test_compiled_reference.py, tests/exec; 150 s)
 #   scale    issue 28: benchmarks/run_at_scale.py solbench:models --workloads smallest:1, default compile modes, cold then
 #            --again over the same baselines (SCALE_LIMIT s for the first run, default 380, and AGAIN_LIMIT s, default 160, for the
@@ -36,6 +38,15 @@ for group in "${steps[@]}"; do
       step energy-all 360 python3 benchmarks/energy_bound.py --hardware "$OUT/energy-all/h200-energy.yaml" --out "$OUT/energy-all" \
         --workloads smallest:1 --compile-modes default --limit 330 --repeats 5 --repeat-problem silu_and_mul_llama3_8b src/solbench/dataset/problems
       tail -n 30 "$OUT/energy-all.log" >> "$OUT/summary.txt" ;;
+    energy-tight)
+      mkdir -p "$OUT/energy-tight"
+      step energy-calibrate 90 python3 -m solbench.cli hw calibrate --energy --base H200 -o "$OUT/energy-tight/h200-energy.yaml" --force
+      problems=src/solbench/dataset/problems
+      step energy-tight 150 python3 benchmarks/energy_bound.py --hardware "$OUT/energy-tight/h200-energy.yaml" --out "$OUT/energy-tight" \
+        --workloads smallest:1 --compile-modes default --limit 120 --repeats 5 --repeat-problem silu_and_mul_llama3_8b \
+        $problems/gemm_bf16_llama3_8b_qkv_proj $problems/gemm_bf16_llama3_8b_o_proj $problems/swiglu_mlp_llama3_8b \
+        $problems/fused_add_rmsnorm_llama3_8b $problems/silu_and_mul_llama3_8b
+      tail -n 20 "$OUT/energy-tight.log" >> "$OUT/summary.txt" ;;
     compiled)
       step compiled-tests 150 python3 -m pytest -o addopts="" -q -p no:cacheprovider -m gpu tests/bench/test_compiled_reference.py tests/exec
       tail -n 5 "$OUT/compiled-tests.log" >> "$OUT/summary.txt" ;;
@@ -57,7 +68,7 @@ for group in "${steps[@]}"; do
       step serve "${SERVE_LIMIT:-540}" python3 benchmarks/serve_at_scale.py --executor pool --device cuda --workloads smallest:1 \
         --timeout $(( ${SERVE_LIMIT:-540} - 20 )) --out "$OUT/serve"
       tail -n 30 "$OUT/serve.log" >> "$OUT/summary.txt" ;;
-    *) echo "unknown group: $group (energy, energy-all, compiled, defences, scale, profile, serve)" >&2; exit 2 ;;
+    *) echo "unknown group: $group (energy, energy-all, energy-tight, compiled, defences, scale, profile, serve)" >&2; exit 2 ;;
   esac
   cp "$OUT/summary.txt" "$FINAL/summary.txt"
   tar -C "$OUT" -czf "$FINAL/logs.tgz" .

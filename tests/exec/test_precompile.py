@@ -250,3 +250,36 @@ def test_a_workload_evaluated_again_for_memory_ends_the_compiles_in_flight_and_t
     finally:
         outcome = ahead.close()
     assert outcome.compiled == 1 and outcome.failed == []
+
+
+OUT_OF_MEMORY_AT_FIRST = """import os
+from pathlib import Path
+
+_tries = Path(os.environ["SOLBENCH_TEST_TRIES"])
+_tries.write_text(_tries.read_text() + "x" if _tries.exists() else "x")
+if len(_tries.read_text()) <= int(os.environ["SOLBENCH_TEST_OUT_OF_MEMORY"]):
+    raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.18 GiB of which 88.19 MiB is free.")
+""" + LIGHT
+
+
+@pytest.mark.parametrize("failures", [1, 5])
+def test_a_compile_that_runs_out_of_device_memory_is_tried_again_in_a_fresh_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                                      failures: int):
+    """Out of memory beside the other compiles and the evaluation: queued again (a fresh process each time)
+    up to OUT_OF_MEMORY_TRIES in all; a compile that runs out every time fails with the allocator's message."""
+    from solbench.exec.precompile import OUT_OF_MEMORY_TRIES
+
+    tries = tmp_path / "tries"
+    monkeypatch.setenv("SOLBENCH_TEST_TRIES", str(tries))
+    monkeypatch.setenv("SOLBENCH_TEST_OUT_OF_MEMORY", str(failures))
+    ahead = Precompiler(tmp_path / "cache", "cpu", 1, log=tmp_path / "compile-ahead.jsonl")
+    problem = tiny_problem("ahead_out_of_memory", OUT_OF_MEMORY_AT_FIRST)
+    seconds, error = ahead.submit(problem, problem.workloads, "default").result(timeout=300)
+    outcome = ahead.close()
+    rows = [json.loads(line) for line in (tmp_path / "compile-ahead.jsonl").read_text().splitlines()]
+    if failures < OUT_OF_MEMORY_TRIES:
+        assert error is None and outcome.compiled == 1 and outcome.failed == [] and len(tries.read_text()) == failures + 1
+        assert [row["error"] for row in rows] == [None]  # the tries that ran out are not results
+    else:
+        assert "out of memory" in error and outcome.compiled == 0 and len(outcome.failed) == 1
+        assert len(tries.read_text()) == OUT_OF_MEMORY_TRIES and len(rows) == 1

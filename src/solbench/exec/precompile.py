@@ -8,7 +8,10 @@ evaluation's correctness checks, never with timing: they are stopped (SIGSTOP) w
 is in flight (solbench.bench.exclusive) and continued after it. Nor with a workload evaluated again
 after running out of memory: the compiles in flight are ended (their processes hold device memory:
 inputs, autotuning buffers; an H100's 80 GB ran out beside 8 of them, 2026-12-07), queued again at
-their end of the queue, and no compile starts until that evaluation is over.
+their end of the queue, and no compile starts until that evaluation is over. A compile that runs out of
+device memory itself is queued again at the other end of the queue, in a fresh process, up to
+OUT_OF_MEMORY_TRIES in all (on an H100, 2026-12-07, 8 of 188 compiles ran out beside the others; their
+candidates were then compiled by their own workers, in the run's path).
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from solbench.bench.exclusive import register, unregister
+from solbench.bench.memory import says_out_of_memory
 from solbench.data.problem import Problem
 from solbench.data.workload import Workload
 
 RESULT_KEY = "solbench-compile-result"  # marks a compile process's result line among whatever else reaches its stdout
 ENDED = "the compile process ended"  # the start of the error of a compile whose process died
 COMPILES_PER_PROCESS = 24  # then a fresh process: what one reference leaves behind (memory, state) never piles up
+OUT_OF_MEMORY_TRIES = 3  # a compile that ran out of device memory (beside the others and the evaluation) is tried this often in all
 
 
 def default_processes(device: str) -> int:
@@ -61,6 +66,7 @@ class _Queued:
     name: str  # "problem compile-MODE"
     payload: dict[str, Any]
     future: Future
+    tries: int = 0
 
 
 class Precompiler:
@@ -150,15 +156,20 @@ class Precompiler:
                     if self.paused:
                         _signal_group(process.pid, signal.SIGSTOP)
                 compiles += 1
+                queued.tries += 1
                 self.in_flight.add(process.pid)
             result = self._compile(process, queued.payload)
             with self.wakeup:
                 self.in_flight.discard(process.pid)
-                if process.pid in self.evicted and not self.closed:  # ended to free the device's memory: compiled again later
+                evicted = process.pid in self.evicted
+                out_of_memory = result[1] is not None and says_out_of_memory(result[1]) and queued.tries < OUT_OF_MEMORY_TRIES
+                if (evicted or out_of_memory) and not self.closed:  # compiled again later, in a fresh process
                     self.evicted.discard(process.pid)
                     self._retire(process)
                     process = None
-                    if from_the_end:
+                    if evicted:  # ended to free the device's memory: not its own failure, back at its end of the queue
+                        queued.tries -= 1
+                    if from_the_end != out_of_memory:  # ran out itself: to the other end, after what is queued there
                         self.pending.append(queued)
                     else:
                         self.pending.appendleft(queued)
