@@ -169,7 +169,8 @@ class Precompiler:
                     process = None
                     if evicted:  # ended to free the device's memory: not its own failure, back at its end of the queue
                         queued.tries -= 1
-                    if from_the_end != out_of_memory:  # ran out itself: to the other end, after what is queued there
+                    to_the_back = from_the_end if evicted else not from_the_end  # ran out itself: to the other end, after what is there
+                    if to_the_back:
                         self.pending.append(queued)
                     else:
                         self.pending.appendleft(queued)
