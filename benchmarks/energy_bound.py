@@ -146,8 +146,9 @@ def reprice(rows: list[dict[str, Any]], problems: dict[str, Any], hardware: str)
     the problem's precision policy, the latency floor on), the earlier E_SOL kept as earlier_sol_j."""
     from solbench.energy.evaluate import sol_energy
     from solbench.sol.api import policy_for
+    from solbench.sol.hardware import get_hardware
 
-    spec = load_spec(hardware)
+    spec = get_hardware(hardware)  # a name or a YAML file
     priced = []
     for row in rows:
         row = {**row, "earlier_sol_j": row["sol_j"]}
@@ -160,20 +161,15 @@ def reprice(rows: list[dict[str, Any]], problems: dict[str, Any], hardware: str)
     return priced
 
 
-def load_spec(hardware: str) -> Any:
-    from solbench.sol.hardware import get_hardware, load_hardware_file
-
-    return load_hardware_file(Path(hardware)) if Path(hardware).is_file() else get_hardware(hardware)
-
-
 def figures_of(hardware: str | None) -> str | None:
     """The spec's energy figures in one line (solbench.report.energy_tables.figures_line), or None."""
     from solbench.report.energy_tables import figures_line
+    from solbench.sol.hardware import get_hardware
 
     if not hardware:
         return None
     try:
-        return figures_line(load_spec(hardware))
+        return figures_line(get_hardware(hardware))
     except Exception as exc:  # noqa: BLE001 - the check goes on; the line says why the figures are missing
         return f"energy figures of {hardware} not read: {exc}"
 

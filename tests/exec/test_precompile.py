@@ -168,7 +168,7 @@ def test_compiling_ahead_is_off_on_a_cpu_and_half_the_cores_on_a_gpu():
     import os
 
     assert default_processes("cpu") == 0
-    assert default_processes("cuda:0") == max(1, min(8, (os.cpu_count() or 2) // 2))
+    assert default_processes("cuda:0") == max(1, min(8, len(os.sched_getaffinity(0)) // 2))  # the cores this process may use
 
 
 def test_the_compile_processes_share_the_cores_for_inductors_compile_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

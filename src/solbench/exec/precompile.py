@@ -41,8 +41,10 @@ OUT_OF_MEMORY_TRIES = 3  # a compile that ran out of device memory (beside the o
 
 
 def default_processes(device: str) -> int:
-    """Half the host's cores, up to 8, on a GPU; none on a CPU (compiling there would slow the timed calls)."""
-    return max(1, min(8, (os.cpu_count() or 2) // 2)) if device.startswith("cuda") else 0
+    """Half the cores this process may use, up to 8, on a GPU; none on a CPU (compiling there would slow the timed calls)."""
+    from solbench.cores import usable_cores
+
+    return max(1, min(8, usable_cores() // 2)) if device.startswith("cuda") else 0
 
 
 def compile_threads(processes: int) -> int:
@@ -231,8 +233,9 @@ class Precompiler:
         with self.wakeup:
             self.held = held
             if held:
-                for pid, process in list(self.running.items()):
-                    if pid in self.in_flight:
+                for pid in list(self.in_flight):
+                    process = self.running.get(pid)  # none: it has just died, and its thread handles that
+                    if process is not None:
                         self.evicted.add(pid)
                         self._retire(process)
             self.wakeup.notify_all()
@@ -253,10 +256,8 @@ class Precompiler:
                     queued.future.set_result((0.0, "not finished: the run ended"))
             self.pending.clear()
             self.wakeup.notify_all()
-        self._pause(False)
-        with self.lock:
             for process in list(self.running.values()):
-                self._retire(process)
+                self._retire(process)  # continued (if paused), then killed
         for thread in self.threads:
             thread.join()
         for name, future in self.futures:
