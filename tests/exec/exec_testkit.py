@@ -44,7 +44,11 @@ def child_pids(module: str, *, living: bool = False) -> set[int]:
     """This process's children running `python -m MODULE` (living: not zombies waiting to be reaped)."""
     pids = set()
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        for child in (task / "children").read_text().split():
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:  # the thread ended between the listing and the read
+            continue
+        for child in children:
             try:
                 if module.encode() in Path(f"/proc/{child}/cmdline").read_bytes() and not (living and process_state(int(child)) == "Z"):
                     pids.add(int(child))

@@ -62,6 +62,7 @@ class PrepareRequest(Request):
     keep: bool = False  # keep the inputs for a later `expect` of the same group
     oracle: bool = False
     paths: dict[str, str] = Field(default_factory=dict)
+    share: dict[str, str] = Field(default_factory=dict)  # input name -> blob path: the inputs written there too (ExpectAnswer.inputs)
 
 
 class ExpectRequest(Request):
@@ -84,6 +85,7 @@ class RunRequest(Request):
     repeat: bool = False
     timer: str = "auto"
     launch_gate: bool = False
+    inputs: dict[str, Described] | None = None  # the trial's inputs as the reference worker drew them (PrepareRequest.share), else drawn here
     nvtx: str | None = Field(default=None, max_length=64)  # the call runs inside an NVTX range of this name (ncu profiles that range)
     timeline: bool = False  # answer the call's device activity spans (CUPTI), for solbench profile's gap decomposition
 
@@ -159,6 +161,7 @@ class ExpectAnswer(Answer):
     oracle: dict[str, Described] | None = None
     oracle_error: str | None = None
     seconds: Seconds = Field(default_factory=dict)  # the reference's own phases: inputs, reference, oracle
+    inputs: dict[str, Described] | None = None  # the inputs as written for PrepareRequest.share (None: not shareable, see worker.shareable)
 
 
 class RunAnswer(Answer):

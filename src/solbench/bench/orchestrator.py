@@ -276,13 +276,15 @@ class EvaluationRun:
         verdicts.precision_flags(workers.build_precision_changes, workers.initial_precision, self.policy, "when the solution was loaded", log)
         apparent: str | None = None
         assessed = [] if self._is_the_reference_itself() else self._precision_assessed()
+        share = self.device == "cpu" and workers.trusts(self.solution)
         for trial in range(self.options.trials):
             group = workers.group()
-            with phases("inputs"):  # both workers generate the trial's inputs from the seed: nothing crosses into the solution's process
-                workers.ask_reference(PrepareRequest(workload=workload, seed=self.seed, trial=trial, keep=True, group=group), deadline, ExpectAnswer)
+            with phases("inputs"):  # both workers generate the trial's inputs from the seed: nothing crosses into a submitted solution's process
+                prepared = workers.ask_reference(PrepareRequest(workload=workload, seed=self.seed, trial=trial, keep=True, group=group,
+                                                                share=self._input_paths() if share else {}), deadline, ExpectAnswer)
             with phases("correctness"):
                 answer = workers.ask_solution(RunRequest(
-                    workload=workload, seed=self.seed, trial=trial, outputs=self._output_specs(workload), dps=dps,
+                    workload=workload, seed=self.seed, trial=trial, outputs=self._output_specs(workload), dps=dps, inputs=prepared.inputs,
                     paths={name: self.session.new_path(f"sol-{name}") for name in self.problem.definition.outputs}, group=group,
                     repeat=trial == 0 and not workers.trusts(self.solution), timer=self.options.timer, launch_gate=self.options.launch_gate), deadline, RunAnswer)
                 verdicts.output_devices(answer, self.device)
@@ -527,6 +529,11 @@ class EvaluationRun:
         return spec
 
     # --- small pieces --------------------------------------------------------------------------
+
+    def _input_paths(self) -> dict[str, str]:
+        """Blobs for a trial's inputs, drawn once by the reference worker for trusted code on a CPU (where
+        drawing a large weight costs seconds; on a GPU it costs next to nothing and stays on the device)."""
+        return {name: self.session.new_path(f"in-{name}") for name in self.problem.definition.inputs}
 
     def _output_paths(self) -> dict[str, str]:
         return {f"out:{name}": self.session.new_path(f"ref-{name}") for name in self.problem.definition.outputs}

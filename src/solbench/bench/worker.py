@@ -1,6 +1,7 @@
 """A worker process: builds and runs one solution (role "solution", untrusted) or the problem's
 reference (role "reference", trusted: it computes the expected outputs, after the solution has
-answered). Both generate each call's inputs themselves from the seed in the request.
+answered). Both generate each call's inputs themselves from the seed in the request (trusted code on a
+CPU maps the reference worker's instead: PrepareRequest.share).
 
     python -m solbench.bench.worker --role solution --read-fd R --write-fd W --device cuda
 
@@ -27,6 +28,7 @@ from typing import Any, Callable
 
 from solbench.bench.bits import same_bits
 from solbench.bench.builders import build
+from solbench.bench.cpu_scaled_mm import route_cpu_scaled_mm
 from solbench.bench.integrity import Snapshot, precision_state
 from solbench.bench.ipc import export_cuda, probe_tensor
 from solbench.bench.memory import device_memory, memory_failure, return_cached_memory
@@ -38,7 +40,7 @@ from solbench.bench.messages import (
 )
 from solbench.bench.precision import oracle_arguments
 from solbench.bench.protocol import Channel, ChannelClosed
-from solbench.bench.shm import write_blob
+from solbench.bench.shm import read_blob, write_blob
 from solbench.bench.timing import CacheFlusher, make_gate, make_timer, measure, ungated_series
 from solbench.data.definition import Definition
 from solbench.data.inputs import generate_inputs
@@ -82,6 +84,8 @@ class Worker:
             self.device = device = f"cuda:{torch.cuda.current_device() if index is None else index}"
             torch.cuda.set_device(device)
             torch.empty(1, device=device)  # create the context now, not inside a timed call
+        else:
+            route_cpu_scaled_mm(torch)  # before seal(): the integrity snapshot records the rebinding as the worker's own
         self.initial_precision = precision_state()
         self.startup_cudnn_tf32 = torch.backends.cudnn.allow_tf32  # a reference worker serves several problems: each starts from this
         self.snapshot: Snapshot | None = None
@@ -151,13 +155,23 @@ class Worker:
                 raise
             self._free_memory()
             raise ReferenceOutOfMemory(f"the reference worker ran out of memory generating the inputs: {described}", None) from None
+        shared = self._share(arguments, request.share) if request.share else None
         inputs_s = clock.perf_counter() - started
         if request.keep:  # nobody else holds them: kept as they are
             self.kept_inputs[str(request.group)] = arguments
         if not request.reference:
-            return ExpectAnswer(seconds={"inputs": inputs_s})
+            return ExpectAnswer(seconds={"inputs": inputs_s}, inputs=shared)
         answer = self._expected(arguments, request.paths, request.oracle, request)
-        return answer.model_copy(update={"seconds": {**answer.seconds, "inputs": inputs_s}})
+        return answer.model_copy(update={"seconds": {**answer.seconds, "inputs": inputs_s}, "inputs": shared})
+
+    def _share(self, arguments: list[Any], paths: dict[str, str]) -> dict[str, Any] | None:
+        """The inputs copied into blobs at `paths`, for a trusted solution worker on a CPU to map instead of
+        drawing them again (a multi-GB weight takes seconds to draw); None where an input would not
+        cross unchanged (see shareable)."""
+        names = list(self.problem.definition.inputs)
+        if len(names) != len(arguments) or set(paths) != set(names) or not all(shareable(self.torch, value) for value in arguments):
+            return None
+        return {name: _describe(value, paths[name]) for name, value in zip(names, arguments)}
 
     def expect(self, request: ExpectRequest) -> ExpectAnswer:
         """The reference's outputs (and the fp64 oracle's, when asked) for inputs kept by `prepare`:
@@ -184,7 +198,7 @@ class Worker:
         self._ensure_timer(request.timer, request.launch_gate)
         if self.gate is not None and (request.repeat or int(request.trial) == 0):  # a workload's first trial: its kernels load now
             self.gate.prime()
-        arguments = self._inputs(request.workload, request.seed, request.trial)
+        arguments = self._received(request.inputs) if request.inputs is not None else self._inputs(request.workload, request.seed, request.trial)
         pristine = [self._fresh(value) for value in arguments]
         results, allocated = self._checked_call(arguments, request)
         if request.repeat:
@@ -516,6 +530,14 @@ class Worker:
         """A call's inputs in the definition's order, generated here (the same in both workers)."""
         return list(generate_inputs(self.problem, workload, seed=int(seed), trial=int(trial), device=self.device).values())
 
+    def _received(self, described: dict[str, Any]) -> list[Any]:
+        """Inputs the reference worker shared (PrepareRequest.share), in the definition's order: each blob
+        mapped copy-on-write, so that a call changing its inputs in place changes nothing else."""
+        names = list(self.problem.definition.inputs)
+        if list(described) != names:
+            raise RuntimeError(f"shared inputs {sorted(described)} are not the problem's {names}")
+        return [value["scalar"] if "scalar" in value else read_blob(value) for value in described.values()]
+
     def _short_of_memory_for_oracle(self, arguments: list[Any], results: dict[str, Any]) -> str | None:
         """Why the fp64 oracle would not fit in the device memory now free (None: it fits). Its
         inputs and outputs take twice the bytes of fp32 ones, and the reference's intermediates more."""
@@ -731,6 +753,15 @@ def _poison(tensor: Any) -> None:
         tensor.fill_(True)
     else:
         tensor.fill_(torch.iinfo(tensor.dtype).max)
+
+
+def shareable(torch: Any, value: Any) -> bool:
+    """Whether an input crosses a blob unchanged: a plain dense contiguous CPU tensor that needs no
+    gradient, or a bool, int or float (strides, subclasses and autograd state do not cross)."""
+    if isinstance(value, (bool, int, float)):
+        return True
+    return (type(value) is torch.Tensor and value.device.type == "cpu" and value.layout == torch.strided and value.is_contiguous()
+            and not value.requires_grad and value.storage_offset() == 0)
 
 
 def _describe(value: Any, path: str) -> Any:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from solbench.data import DType, SpecError
+from solbench.data import DType
 from solbench.data.loaders import load_problems, load_solution, load_traces, scan
 from solbench.data.trace import Status
 from solbench.data.workload import RandomInput, SafetensorsInput

@@ -15,7 +15,7 @@ import itertools
 import re
 
 from solbench.bench.guards._bans import REACH_NAMES, banned_module
-from solbench.bench.guards._model import REJECT, RULES, Collector, Finding, byte_sequence_kind, path_escape_reason, text_blob, text_opaque, SYSTEM_PATH
+from solbench.bench.guards._model import REJECT, RULES, Collector, Finding, path_escape_reason, text_blob, text_opaque, SYSTEM_PATH
 
 _LEX = re.compile(  # the lookahead lets the engine skip quickly to where a literal or comment can start
     r"""(?=[/"'uULR])(?:(?P<lc>//[^\n]*)

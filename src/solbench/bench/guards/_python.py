@@ -26,18 +26,18 @@ import re
 
 from solbench.bench.guards._cpp import _analyze_cpp, refused_names
 from solbench.bench.guards._model import (
-    Collector, Finding, SYSTEM_PATH, byte_sequence_kind, binary_kind, bytes_opaque, path_escape_reason, scrambled_kind,
+    Collector, Finding, SYSTEM_PATH, byte_sequence_kind, binary_kind, bytes_opaque, scrambled_kind,
     text_blob, text_opaque,
 )
 from solbench.bench.guards._bans import (
     FRAME_ATTRS,
     REACH_NAMES,
-    _BUILTIN_NAMES, _CACHE_DECORATORS, _CONFIG_OK, _CONTAINER_CALLS, _DOWNCAST_DTYPES, _DYNAMIC_IMPORTS, _ENV_TUNING, _ENV_TUNING_PREFIXES, _KNOWN_LIBRARIES, _L2_NAME,
-    _LIBRARY_NAMES, _PATH_CONSTANTS, _PATH_WRITE_FUNCS, _PRECISION_DEFAULT_TRUE, _PRECISION_FLAGS, _PROFILER_NAMES, _READ_FUNCS, _SCOPED, _SENSITIVE, _STAR_NAMES,
+    _CACHE_DECORATORS, _CONFIG_OK, _CONTAINER_CALLS, _DOWNCAST_DTYPES, _DYNAMIC_IMPORTS, _ENV_TUNING, _ENV_TUNING_PREFIXES, _KNOWN_LIBRARIES, _L2_NAME,
+    _LIBRARY_NAMES, _PATH_WRITE_FUNCS, _PRECISION_DEFAULT_TRUE, _PRECISION_FLAGS, _PROFILER_NAMES, _READ_FUNCS, _SENSITIVE,
     _STDLIB, _TEMPFILE_DIR_ARG, _WRITERS, _YAML_LOADS, _YAML_SAFE_LOADERS, _match, _normalise,
 )
 from solbench.bench.guards._paths import _PathReasoning
-from solbench.bench.guards._names import _Resolver, _LOCAL, _Scope, _Unanalyzable
+from solbench.bench.guards._names import _Resolver, _Scope
 
 # tensor methods whose result holds (or copies) the values of the tensor they are called on
 _VIEWS_AND_COPIES = {"clone", "detach", "expand", "expand_as", "view", "view_as", "reshape", "reshape_as", "contiguous", "to",

@@ -8,7 +8,6 @@ parameters. Var axes are `batch_size` and the recipe's second one (`seq_len`, or
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Callable
 
 from solbench.dataset.extract.decode import decode_recipes
