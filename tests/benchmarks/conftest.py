@@ -36,3 +36,8 @@ def run_at_scale() -> ModuleType:
 @pytest.fixture(scope="module")
 def compile_plain() -> ModuleType:
     return load_script("compile_plain")
+
+
+@pytest.fixture(scope="module")
+def tolerance_audit() -> ModuleType:
+    return load_script("tolerance_audit")
