@@ -5,12 +5,13 @@ unchanged is never shared."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import torch
 
 from solbench.bench.orchestrator import EvalOptions, reference_solution
-from solbench.bench.worker import shareable
+from solbench.bench.worker import SHARE_HEADROOM, room_for, shareable
 from solbench.data.definition import Definition
 from solbench.data.problem import Problem
 from solbench.data.solution import Solution
@@ -90,3 +91,10 @@ def test_what_crosses_a_blob_unchanged() -> None:
     assert not shareable(torch, plain.clone().requires_grad_())
     assert not shareable(torch, torch.nn.Parameter(plain.clone(), requires_grad=False))  # a subclass
     assert not shareable(torch, [plain]) and not shareable(torch, None)
+
+
+def test_inputs_are_shared_only_where_their_folder_has_room_to_spare(tmp_path: Path) -> None:
+    free = shutil.disk_usage(tmp_path).free
+    assert room_for(tmp_path, 0) and room_for(tmp_path, 1024)
+    assert not room_for(tmp_path, (free - SHARE_HEADROOM) // 2 + 2**20)  # twice the inputs and the headroom must fit
+    assert not room_for(tmp_path / "gone", 1024)  # no such folder: nothing is written there

@@ -167,9 +167,12 @@ class Worker:
     def _share(self, arguments: list[Any], paths: dict[str, str]) -> dict[str, Any] | None:
         """The inputs copied into blobs at `paths`, for a trusted solution worker on a CPU to map instead of
         drawing them again (a multi-GB weight takes seconds to draw); None where an input would not
-        cross unchanged (see shareable)."""
+        cross unchanged (see shareable) or the blobs' folder has no room for them."""
         names = list(self.problem.definition.inputs)
         if len(names) != len(arguments) or set(paths) != set(names) or not all(shareable(self.torch, value) for value in arguments):
+            return None
+        needed = sum(value.numel() * value.element_size() for value in arguments if isinstance(value, self.torch.Tensor))
+        if not room_for(Path(next(iter(paths.values()))).parent, needed):
             return None
         return {name: _describe(value, paths[name]) for name, value in zip(names, arguments)}
 
@@ -753,6 +756,19 @@ def _poison(tensor: Any) -> None:
         tensor.fill_(True)
     else:
         tensor.fill_(torch.iinfo(tensor.dtype).max)
+
+
+SHARE_HEADROOM = 256 * 2**20  # bytes left free beside shared inputs (outputs, other evaluations' blobs)
+
+
+def room_for(folder: Path, needed: int) -> bool:
+    """Whether `folder`'s file system holds `needed` more bytes with room to spare: a full tmpfs
+    (/dev/shm is 64 MiB in a default container) kills the writer with SIGBUS instead of an error."""
+    try:
+        free = os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize
+    except OSError:
+        return False
+    return needed == 0 or 2 * needed + SHARE_HEADROOM <= free
 
 
 def shareable(torch: Any, value: Any) -> bool:
