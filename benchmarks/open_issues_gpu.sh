@@ -18,6 +18,9 @@
 #            must PASS, exploits be caught; 360 s: 180 s for the corpus on an H200 on 2026-12-01)
 #   profile  benchmarks/profile_gpu.sh (issue 31: GPU tests of profile and memcheck, a profile, memcheck's cost; 275 s at most)
 #   serve    benchmarks/serve_at_scale.py with the pool executor over the bundled set (issue 30; SERVE_LIMIT s, default 540)
+#   tolerance issue 28's compiled-candidate fairness: `python -m solbench.dataset.bundle --calibrate-only --calibrate-on cuda` on
+#            solbench:models (calibrate-tolerance of the problems in bundle.CALIBRATED, every workload; 300 s at most); the
+#            changed workload.jsonl files and MANIFEST.md are in logs.tgz under tolerance/, to be copied back into the set
 # Only 8 files come back from a device call: $OUT gets summary.txt (every step's line and the probe) and logs.tgz
 # (everything, packed again after each group, so that a group cut short still leaves the ones before it).
 set -uo pipefail
@@ -68,7 +71,16 @@ for group in "${steps[@]}"; do
       step serve "${SERVE_LIMIT:-540}" python3 benchmarks/serve_at_scale.py --executor pool --device cuda --workloads smallest:1 \
         --timeout $(( ${SERVE_LIMIT:-540} - 20 )) --out "$OUT/serve"
       tail -n 30 "$OUT/serve.log" >> "$OUT/summary.txt" ;;
-    *) echo "unknown group: $group (energy, energy-all, energy-tight, compiled, defences, scale, profile, serve)" >&2; exit 2 ;;
+    tolerance)
+      models=src/solbench/dataset/models
+      step tolerance 300 python3 -m solbench.dataset.bundle "$models" --calibrate-only --calibrate-on cuda
+      mkdir -p "$OUT/tolerance"
+      cp "$models/MANIFEST.md" "$OUT/tolerance/"
+      for name in $(python3 -c "from solbench.dataset.bundle import CALIBRATED; print(' '.join(CALIBRATED))"); do
+        mkdir -p "$OUT/tolerance/$name" && cp "$models/$name/workload.jsonl" "$OUT/tolerance/$name/"
+      done
+      tail -n 40 "$OUT/tolerance.log" >> "$OUT/summary.txt" ;;
+    *) echo "unknown group: $group (energy, energy-all, energy-tight, compiled, defences, scale, profile, serve, tolerance)" >&2; exit 2 ;;
   esac
   cp "$OUT/summary.txt" "$FINAL/summary.txt"
   tar -C "$OUT" -czf "$FINAL/logs.tgz" .
