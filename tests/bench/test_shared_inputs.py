@@ -54,7 +54,7 @@ def drawn_by(log: Path) -> list[int]:
 
 
 def evaluate_counted(tmp_path: Path, problem: Problem, solution: Solution, trusted: bool) -> list[int]:
-    log = Path(problem.definition.reference.split("open(", 1)[1].split(",", 1)[0].strip("'\""))
+    log = tmp_path / "draws.log"  # where counted_problem's inputs are logged
     log.write_text("")
     options = EvalOptions(device="cpu", trials=2, timing=False, hidden=0, seed=4, static_analysis=False, cache_root=tmp_path / "cache")
     (trace,) = evaluate_jobs([Job(problem, solution, problem.workloads, trusted=trusted)], options)

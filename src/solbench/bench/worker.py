@@ -765,9 +765,10 @@ def room_for(folder: Path, needed: int) -> bool:
     """Whether `folder`'s file system holds `needed` more bytes with room to spare: a full tmpfs
     (/dev/shm is 64 MiB in a default container) kills the writer with SIGBUS instead of an error."""
     try:
-        free = os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize
+        found = os.statvfs(folder)
     except OSError:
         return False
+    free = found.f_bavail * found.f_frsize
     return needed == 0 or 2 * needed + SHARE_HEADROOM <= free
 
 
