@@ -20,42 +20,35 @@ from pathlib import Path
 
 import torch
 
-from solbench.bench.precision import oracle_arguments
-from solbench.data.inputs import generate_inputs
+from solbench.data.dtypes import DType
 from solbench.data.loaders import load_problems
-from solbench.data.reference import reference_module
 from solbench.data.selection import choose_workloads
 from solbench.dataset import bundled_set_path
+from solbench.dataset.catalog.analyse import input_bytes
+from solbench.dataset.tolerance import against_fp64
 
 
-def fp64_bytes(inputs: list) -> int:
-    return sum(8 * value.numel() for value in inputs if isinstance(value, torch.Tensor) and value.is_floating_point())
-
-
-def outputs(problem, result) -> dict[str, torch.Tensor]:
-    values = list(result) if isinstance(result, (tuple, list)) else [result]
-    return dict(zip(problem.definition.outputs, values))
+def fp64_bytes(problem, workload) -> int:
+    """Bytes of the inputs and of the fp64 copies the oracle run makes of the floating ones (fp8 and fp4 stay as they are)."""
+    widened = {DType.float16: 4, DType.bfloat16: 4, DType.float32: 2}
+    return sum(size * (1 + widened.get(dtype, 0)) for dtype, size in input_bytes(problem, workload).items())
 
 
 def audit(problem, max_bytes: int, seed: int) -> dict:
     workload = choose_workloads(problem, "smallest:1")[0]
     tolerance = workload.effective_tolerance
-    inputs = list(generate_inputs(problem, workload, seed=seed, device="cpu").values())
     row = {"problem": problem.name, "workload": workload.uuid, "atol": tolerance.max_atol, "rtol": tolerance.max_rtol,
            "allowed_share": round(1 - tolerance.required_matched_ratio, 6)}
-    if fp64_bytes(inputs) > max_bytes:
-        return {**row, "skipped": f"fp64 inputs {fp64_bytes(inputs) / 2**30:.1f} GiB"}
-    run = reference_module(problem.definition).run
+    if fp64_bytes(problem, workload) > max_bytes:
+        return {**row, "skipped": f"inputs and their fp64 copies {fp64_bytes(problem, workload) / 2**30:.1f} GiB"}
     started = time.perf_counter()
-    with torch.enable_grad():  # backward problems differentiate inside run
-        native = outputs(problem, run(*[v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]))
-        exact = outputs(problem, run(*oracle_arguments(inputs)))
+    native, exact = against_fp64(problem, workload, seed=seed)
     shares = {}
     for name, value in native.items():
         if not (isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel()):
             continue
-        truth = exact[name].detach().double()
-        error = (value.detach().double() - truth).abs()
+        truth = exact[name].double()
+        error = (value.double() - truth).abs()
         outside = ~(error <= tolerance.max_atol + tolerance.max_rtol * truth.abs())  # NaN counts as outside
         shares[name] = round(float(outside.double().mean()), 6)
     worst = max(shares.values(), default=0.0)
@@ -77,7 +70,7 @@ def main() -> None:
         try:
             row = audit(problem, int(args.max_gb * 2**30), args.seed)
         except Exception as exc:  # noqa: BLE001 - one problem's failure is its line
-            row = {"problem": problem.name, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"}
+            row = {"problem": problem.name, "error": str(exc).splitlines()[0][:200] if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"[:200]}
         rows.append(row)
         shown = row.get("skipped") or row.get("error") or f"outside {row['outside_share']} allowed {row['allowed_share']}" + ("  OVER" if row["over"] else "")
         print(f"{problem.name:48s} {shown}", flush=True)

@@ -23,4 +23,4 @@ def test_a_tolerance_tighter_than_the_references_own_error_is_over(tolerance_aud
     loose = tolerance_audit.audit(chain({"max_atol": 20.0, "max_rtol": 0.05, "required_matched_ratio": 0.999}), 2**30, seed=1)
     assert not loose["over"] and loose["outside_share"]["y"] == 0.0
     skipped = tolerance_audit.audit(chain({"max_atol": 1e-3, "max_rtol": 1e-3, "required_matched_ratio": 0.999}), 1024, seed=1)
-    assert skipped["skipped"].startswith("fp64 inputs") and "over" not in skipped
+    assert skipped["skipped"].startswith("inputs and their fp64 copies") and "over" not in skipped

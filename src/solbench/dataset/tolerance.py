@@ -58,7 +58,7 @@ from solbench.data.problem import Problem
 from solbench.data.reference import reference_module
 from solbench.data.workload import Tolerance, Workload
 
-__all__ = ["MARGIN", "RTOL_FLOORS", "Calibration", "calibrate_workload", "rtol_floor", "tolerance_edits", "workload_file",
+__all__ = ["MARGIN", "RTOL_FLOORS", "Calibration", "against_fp64", "calibrate_workload", "rtol_floor", "tolerance_edits", "workload_file",
            "write_calibrations"]
 
 MARGIN = 1.25
@@ -191,6 +191,18 @@ def _draw(problem: Problem, workload: Workload, seed: int, trial: int, device: s
     with low.mode:
         result = _call(function, upcast, "reference on fp64 inputs")
     return _Draw(native, _outputs_of(problem, result, "reference on fp64 inputs"), again, low.names())
+
+
+def against_fp64(problem: Problem, workload: Workload, *, seed: int = 0, trial: int = 0, device: str = "cpu",
+                 profile: str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The reference's outputs on one draw and those of its run on fp64 copies of the same inputs, as the
+    calibration measures them (benchmarks/tolerance_audit.py judges a tolerance by them). ValueError with
+    the reason where the reference or its fp64 run fails."""
+    try:
+        draw = _draw(problem, workload, seed, trial, device, profile, second=False)
+    except _CalibrationFailed as exc:
+        raise ValueError(str(exc)) from None
+    return draw.native, draw.oracle
 
 
 def _as_float64(value: Any, device: str) -> torch.Tensor:
