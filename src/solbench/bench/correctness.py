@@ -52,6 +52,12 @@ wrong shape of the second output is reported before a wrong value of the first.
      under 4x), while unwritten or wrong elements miss by 10^3 to 10^6 times;
    - ``matched_ratio = matched / numel`` (1.0 for an empty tensor) is below
      ``tolerance.required_matched_ratio``.
+   *Selections.* An integer output declared with the same shape as floating outputs (top-k indices beside
+   their weights, argmax beside its maxima) names what those values were selected from. Where two
+   candidates tie within rounding, an honest kernel may select the other one: its index differs by a
+   category, not by an error of magnitude, while every value beside it matches. So an index element that
+   mismatches where every floating output of its shape matches is no gross error; it still counts as a
+   mismatch against the matched ratio, so that a systematically wrong index output fails.
 
 Metrics. ``max_absolute_error`` and ``max_relative_error`` (``|err| / max(|ref|, TINY)``, TINY the
 smallest normal float32) are maxima over the elements where both values are finite, and ``inf`` when a
@@ -374,7 +380,50 @@ class _Result:
     near_miss: bool = False  # the failure is the matched ratio's, with no gross error
 
 
-def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance) -> _Result:
+def _matching(out: torch.Tensor, ref: torch.Tensor, tolerance: Tolerance) -> torch.Tensor:
+    """Which decoded elements match under the rules of the module docstring (finite and within tolerance,
+    or an identical infinity that the tolerance allows)."""
+    diff = (out - ref).abs_()
+    match = diff <= tolerance.allowed_error(ref.abs())
+    match &= torch.isfinite(diff)
+    same_inf = torch.isinf(out) & (out == ref)
+    if not tolerance.allow_negative_inf:
+        same_inf &= out > 0
+    return match | same_inf
+
+
+class _Selection:
+    """The floating outputs beside an integer output of the same declared shape: where each of them matches,
+    an index that differs selected a candidate tying with the reference's (see "Selections")."""
+
+    def __init__(self, pairs: list[tuple[Any, Any]], tolerance: Tolerance) -> None:
+        self.pairs = [(_Values(out), _Values(ref)) for out, ref in pairs]
+        self.tolerance = tolerance
+
+    def values_match(self, start: int, stop: int) -> torch.Tensor:
+        agree = None
+        for out, ref in self.pairs:
+            match = _matching(out.slice(start, stop), ref.slice(start, stop), self.tolerance)
+            agree = match if agree is None else agree & match
+        assert agree is not None
+        return agree
+
+
+def _selections(declared: dict[str, TensorSpec], outputs: dict[str, Any], references: dict[str, Any],
+                tolerance: Tolerance) -> dict[str, _Selection]:
+    """For each integer tensor output with floating outputs of its declared shape, those outputs."""
+    found = {}
+    for name, spec in declared.items():
+        if spec.shape is None or spec.dtype.is_floating or spec.dtype == DType.bool:
+            continue
+        beside = [other for other, theirs in declared.items()
+                  if theirs.shape is not None and theirs.dtype.is_floating and theirs.dims == spec.dims]
+        if beside:
+            found[name] = _Selection([(outputs[other], references[other]) for other in beside], tolerance)
+    return found
+
+
+def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance, selection: _Selection | None = None) -> _Result:
     out, ref = _Values(value), _Values(reference)
     atol, rtol, cap = tolerance.max_atol, tolerance.max_rtol, tolerance.max_error_cap
     allow_neg_inf = tolerance.allow_negative_inf
@@ -416,6 +465,9 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance)
             far |= ~torch.isfinite(o) & ~match
         far &= torch.isfinite(r)  # only against a finite reference
         n_far = int(torch.count_nonzero(far))
+        if n_far and selection is not None:  # an index beside matching values selected a tying candidate
+            far &= ~selection.values_match(start, stop)
+            n_far = int(torch.count_nonzero(far))
         if n_far:
             gross += n_far
             if first_gross is None:
@@ -506,8 +558,9 @@ def _compare(
     first_index = None
     gross = 0
     near_miss = False
+    selections = _selections(declared, outputs, references, tolerance)
     for name in declared:
-        result = _compare_values(name, outputs[name], references[name], tolerance)
+        result = _compare_values(name, outputs[name], references[name], tolerance, selections.get(name))
         gross += result.gross
         max_abs, max_rel = max(max_abs, result.max_abs), max(max_rel, result.max_rel)
         ratio = min(ratio, result.ratio)
