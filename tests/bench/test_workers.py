@@ -127,3 +127,43 @@ def test_the_trusted_reference_is_not_assessed_against_the_fp64_oracle_and_the_s
     assert kept.evaluation.status == judged.evaluation.status == Status.PASSED
     assert kept.evaluation.correctness.precision is None and kept.evaluation.phases.get("precision", 0.0) == 0.0
     assert judged.evaluation.correctness.precision == "float32" and judged.evaluation.phases["precision"] > 0
+
+
+PLANTER = '''import os, site
+folder = site.getusersitepackages()
+os.makedirs(folder, exist_ok=True)
+with open(os.path.join(folder, "usercustomize.py"), "w") as planted:
+    planted.write("import builtins; builtins.PLANTED_BY_ANOTHER_SOLUTION = True\\n")
+with open(os.path.join(os.environ["TMPDIR"], "left-by-the-planter"), "w") as left:
+    left.write("x")
+
+def run(x):
+    return x * 2
+'''
+
+VICTIM = '''import builtins, os
+if getattr(builtins, "PLANTED_BY_ANOTHER_SOLUTION", False):
+    raise RuntimeError("another solution's usercustomize ran in this worker")
+if os.path.exists(os.path.join(os.environ["TMPDIR"], "left-by-the-planter")):
+    raise RuntimeError("another solution's scratch file is in this worker's TMPDIR")
+
+def run(x):
+    return x * 2
+'''
+
+
+def test_a_submitted_solution_cannot_plant_code_or_files_for_the_next_one_in_the_same_pair(tmp_path: Path):
+    """One pair serves a run's solutions in turn. Each submitted solution gets a HOME (TMPDIR, user site, JIT
+    caches) of its own, and no user site inside the session: a usercustomize.py planted there by one solution
+    had run in the next solution's interpreter before its code was loaded."""
+    from solbench.data.inline import inline_solution
+
+    double = inline_problem("double", "def run(x):\n    return x * 2\n", {"x": ([8], "float32")}, {"y": ([8], "float32")})
+    options = EvalOptions(device="cpu", trials=1, hidden=0, timing=False, static_analysis=False, cache_root=tmp_path)
+    with WorkerPair.for_options("cpu", options) as pair:
+        planted = evaluate(double, inline_solution("planter", "double", "pytorch", "main.py::run", {"main.py": PLANTER}, dps=False), options, workers=pair)
+        assert [t.evaluation.status for t in planted] == [Status.PASSED], [t.evaluation.log for t in planted]
+        victim = evaluate(double, inline_solution("victim", "double", "pytorch", "main.py::run", {"main.py": VICTIM}, dps=False), options, workers=pair)
+        assert [t.evaluation.status for t in victim] == [Status.PASSED], [t.evaluation.log for t in victim]
+        homes = sorted(path.name for path in (pair.session.root / "homes").iterdir())
+        assert len(homes) == 2  # one per submitted solution

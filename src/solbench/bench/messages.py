@@ -34,6 +34,7 @@ class Request(Message):
     release: list[str] = Field(default_factory=list)
     ipc: bool = False
     group: str | None = None
+    digest: bool = False  # blobs the reference worker writes carry their sha256 (a submitted solution's worker can write their folder)
 
 
 class HelloRequest(Request):

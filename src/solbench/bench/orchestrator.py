@@ -324,7 +324,14 @@ class EvaluationRun:
             raise Outcome(Status.RUNTIME_ERROR, f"unreadable output: {type(exc).__name__}: {exc}") from None
 
     def _load_reference(self, described: dict[str, Any]) -> dict[str, Any]:
-        return {name: load_output(description, self.session, self.device, trusted=True) for name, description in described.items()}
+        """The reference's outputs; their blob files must still hold what the reference worker wrote (see
+        WorkerPair.checks_reference_blobs): another content was put there by the solution's process."""
+        digest = self.workers.checks_reference_blobs
+        try:
+            return {name: load_output(description, self.session, self.device, trusted=True, digest=digest) for name, description in described.items()}
+        except BlobError as exc:
+            raise Outcome(Status.REWARD_HACK, f"REWARD_HACK [reference-blob]: the reference's output file was rewritten while the solution's "
+                                              f"process was running: {exc}") from None
 
     def _is_the_reference_itself(self) -> bool:
         """The trusted eager reference (reference_solution): its precision is the standard, so no fp64 oracle is

@@ -261,6 +261,8 @@ def scrub_environment(source: Mapping[str, str], home: Path) -> dict[str, str]:
     user_base = getattr(site, "USER_BASE", None) or site.getuserbase()
     if user_base and Path(user_base).is_dir() and site.ENABLE_USER_SITE:
         env["PYTHONUSERBASE"] = user_base  # HOME moved: keep finding packages installed with pip --user
+    else:  # the user site would be the writable home's: what one worker put there (a usercustomize.py) the next would run
+        env["PYTHONNOUSERSITE"] = "1"
     return env
 
 

@@ -64,18 +64,36 @@ class Session:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def write_blob(tensor: Any, path: str) -> dict[str, Any]:
-    """Copy a tensor (any device) into a new file; returns its JSON description."""
+def write_blob(tensor: Any, path: str, digest: bool = False) -> dict[str, Any]:
+    """Copy a tensor (any device) into a new file; returns its JSON description, with the sha256 of the
+    bytes written when `digest` (see blob_digest)."""
     import torch
 
     flat = tensor.detach().contiguous()
     if flat.device.type != "cpu":
         flat = flat.cpu()
     nbytes = flat.numel() * flat.element_size()
-    mapped = torch.from_file(path, shared=True, size=nbytes, dtype=torch.uint8)
     if nbytes:
+        mapped = torch.from_file(path, shared=True, size=nbytes, dtype=torch.uint8)
         mapped.copy_(flat.reshape(-1).view(torch.uint8))
-    return {"path": path, "dtype": str(flat.dtype).removeprefix("torch."), "shape": list(flat.shape), "nbytes": nbytes}
+    else:  # torch.from_file creates no file for zero bytes; an empty output still crosses as an empty file
+        open(path, "wb").close()
+    described = {"path": path, "dtype": str(flat.dtype).removeprefix("torch."), "shape": list(flat.shape), "nbytes": nbytes}
+    if digest:
+        described["sha256"] = blob_digest(flat)
+    return described
+
+
+def blob_digest(tensor: Any) -> str:
+    """The sha256 of a contiguous CPU tensor's bytes. A file in the session folder can be rewritten by any
+    process that writes there (a submitted solution's worker, or a thread or child it left running) between
+    its writer's answer and our read; the digest, sent over the writer's own channel, shows such a change."""
+    import hashlib
+
+    import torch
+
+    raw = tensor.reshape(-1).view(torch.uint8)
+    return hashlib.sha256(memoryview(raw.numpy())).hexdigest() if raw.numel() else hashlib.sha256(b"").hexdigest()
 
 
 def read_blob(description: Any, session_root: Path | None = None) -> Any:

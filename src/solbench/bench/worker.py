@@ -575,7 +575,7 @@ class Worker:
             value = value.detach()
             self.exports.setdefault(group, []).append(value)
             return export_cuda(value)
-        return _describe(value, path)
+        return _describe(value, path, digest=request.digest and self.role == "reference")
 
     def release(self, groups: list[str]) -> None:
         for group in groups:
@@ -781,11 +781,11 @@ def shareable(torch: Any, value: Any) -> bool:
             and not value.requires_grad and value.storage_offset() == 0)
 
 
-def _describe(value: Any, path: str) -> Any:
+def _describe(value: Any, path: str, digest: bool = False) -> Any:
     import torch
 
     if isinstance(value, torch.Tensor):
-        return write_blob(value, path)
+        return write_blob(value, path, digest=digest)
     if isinstance(value, (bool, int, float)):
         return {"scalar": value}
     return {"unsupported": type(value).__name__}

@@ -215,13 +215,22 @@ class WorkerPair:
         if self.compile_cache is not None and trusted:
             extra, compiles = compile_cache_environment(self.compile_cache), True
             writable.append(self.compile_cache)
-        plan = plan_sandbox(self.sandbox, writable=writable, device=self.device, home=self.session.root / "home")
+        plan = plan_sandbox(self.sandbox, writable=writable, device=self.device, home=self._home(solution, trusted))
         self.environment["sandbox"] = plan.level
         launcher = self._launcher_for(solution)
         process = WorkerProcess(role, self.device, log, env=extra, sandbox=plan, preload_compiler=compiles, launcher=launcher)
         if launcher is not None:
             self.launched.append(process)
         return process
+
+    def _home(self, solution: Solution | None, trusted: bool) -> Path:
+        """The sandbox HOME (TMPDIR, user site-packages, JIT caches) of a solution worker: trusted code shares one;
+        each submitted solution has its own, kept for its later workers only. A shared one let a solution plant a
+        usercustomize.py in the user site that every later solution's interpreter ran at start, or poison the
+        Triton and Inductor caches of the next ones."""
+        if trusted:
+            return self.session.root / "home"
+        return self.session.root / "homes" / self._build_folder(solution).name
 
     def _build_folder(self, solution: Solution | None) -> Path:
         """The one folder of the build cache that this solution's build may write."""
@@ -230,7 +239,7 @@ class WorkerPair:
         try:
             return key_folder(self.cache_root, solution, self.device)
         except Exception:  # noqa: BLE001 - options the key cannot take: the build reports them; meanwhile a folder of its own
-            return self.cache_root.absolute() / f"unkeyed-{self.session.root.name}"
+            return self.cache_root.absolute() / f"unkeyed-{self.session.root.name}-{self.started_workers}"
 
     def _start_upcoming(self) -> None:
         """Start the workers of the planned next solutions now (they only load the interpreter, torch
@@ -393,7 +402,13 @@ class WorkerPair:
 
     def _with_releases(self, role: str, request: Request) -> Request:
         released, self._to_release[role] = self._to_release[role], []
-        return request.model_copy(update={"release": released, "ipc": self.ipc})
+        return request.model_copy(update={"release": released, "ipc": self.ipc, "digest": role == "reference" and self.checks_reference_blobs})
+
+    @property
+    def checks_reference_blobs(self) -> bool:
+        """Whether the reference's output blobs are checked against their sha256 when read: while a submitted
+        solution is attached, its worker (alive while the reference runs) can write the session folder."""
+        return self.solution is not None and not self.trusts(self.solution)
 
     @staticmethod
     def _typed(process: WorkerProcess | None, request: Request, timeout: float, answer: type[A]) -> A:
