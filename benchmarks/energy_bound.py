@@ -4,8 +4,11 @@
    baseline candidates evaluated with energy on (the eager reference and each torch.compile mode), in
    the hardened evaluator, with E_SOL priced on the hardware spec (it must carry energy figures:
    `solbench hw calibrate --energy -o SPEC.yaml`, then `--hardware SPEC.yaml` here).
-2. Every candidate's measured joules per call against its E_SOL: a ratio below 1 is a violation (the
-   bound, or the measurement, is wrong); the least and median ratio per op class say how tight it is.
+2. Every candidate's measured joules per call against its E_SOL: below it by more than the reading's
+   resolution is a violation (the bound, or the measurement, is wrong); a ratio below 1 within the
+   resolution is listed as such. The least and median ratio per op class say how tight the bound is,
+   over the readings finer than their own value (a reading within its resolution, a call far smaller
+   than its setup, is counted apart as unresolved).
 3. Repeatability: one workload (the first of `--repeat-problem`) evaluated `--repeats` times in one
    evaluation (same worker, fresh inputs each time): the spread of its joules per call, of its mean
    power and of its latency.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import statistics
@@ -104,11 +108,25 @@ def candidate_rows(baselines: Path, problems: dict[str, Any]) -> list[dict[str, 
     return rows
 
 
+def resolved(row: dict[str, Any]) -> bool:
+    """A reading larger than its resolution (else the call is lost in its setup's energy)."""
+    return row["joules"] is not None and row["joules"] > (row.get("resolution_j") or 0.0)
+
+
+def below_beyond_resolution(row: dict[str, Any]) -> bool:
+    return row["ratio"] is not None and row["status"] == "PASSED" and row["joules"] + (row.get("resolution_j") or 0.0) < row["sol_j"]
+
+
 def per_class(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Per op class: workloads, the least and median E_k / E_SOL (the fastest-in-energy candidate of each workload)."""
+    """Per op class: workloads, the least and median E_k / E_SOL (the fastest-in-energy candidate of each
+    workload, among its resolved readings), and the candidate readings left out as unresolved."""
     best: dict[tuple[str, str], dict[str, Any]] = {}
+    unresolved: dict[str, int] = {}
     for row in rows:
         if row["ratio"] is None or row["status"] != "PASSED":
+            continue
+        if not resolved(row):
+            unresolved[row["op_class"]] = unresolved.get(row["op_class"], 0) + 1
             continue
         key = (row["problem"], row["workload"])
         if key not in best or row["ratio"] < best[key]["ratio"]:
@@ -116,7 +134,9 @@ def per_class(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     table: dict[str, list[float]] = {}
     for row in best.values():
         table.setdefault(row["op_class"], []).append(row["ratio"])
-    return {name: {"workloads": len(ratios), "least": min(ratios), "median": statistics.median(ratios)} for name, ratios in sorted(table.items())}
+    table.update({name: [] for name in unresolved if name not in table})
+    return {name: {"workloads": len(ratios), "least": min(ratios, default=math.nan), "median": statistics.median(ratios) if ratios else math.nan,
+                   "unresolved": unresolved.get(name, 0)} for name, ratios in sorted(table.items())}
 
 
 def repeat_series(args: argparse.Namespace, problems: list[Any]) -> dict[str, Any]:
@@ -179,12 +199,13 @@ def text_of(result: dict[str, Any]) -> str:
               f"{len(result['violations'])} below E_SOL, run exit code {result['run_exit_code']}, {result['wall_s']:.0f} s")]
     if result.get("figures"):
         lines.append(result["figures"])
-    lines.append(f"{'op class':<28} {'workloads':>9} {'least':>8} {'median':>8}")
+    lines.append(f"{'op class':<28} {'workloads':>9} {'least':>8} {'median':>8} {'unresolved':>10}")
     for name, row in result["per_class"].items():
-        lines.append(f"{name:<28} {row['workloads']:>9} {row['least']:>8.3f} {row['median']:>8.3f}")
-    for row in result["violations"]:
-        lines.append(f"VIOLATION {row['problem']}/{row['workload'][:8]} {row['candidate']}: {row['joules']:.4g} J per call, E_SOL {row['sol_j']:.4g} J "
-                     f"(ratio {row['ratio']:.3f})")
+        lines.append(f"{name:<28} {row['workloads']:>9} {row['least']:>8.3f} {row['median']:>8.3f} {row.get('unresolved', 0):>10}")
+    for label, key in (("VIOLATION", "violations"), ("BELOW E_SOL WITHIN THE RESOLUTION", "below_within_resolution")):
+        for row in result.get(key, []):
+            lines.append(f"{label} {row['problem']}/{row['workload'][:8]} {row['candidate']}: {row['joules']:.4g} J per call "
+                         f"(resolution {row.get('resolution_j') or 0:.3g} J), E_SOL {row['sol_j']:.4g} J (ratio {row['ratio']:.3f})")
     for row in result["rows"]:
         lines.append(f"{row['problem']}/{row['workload'][:8]} {row['candidate']}: {row['status']} T {row['latency_ms'] or 0:.4g} ms, "
                      f"E {row['joules'] if row['joules'] is not None else float('nan'):.4g} J, E_SOL {row['sol_j'] if row['sol_j'] else float('nan'):.4g} J, "
@@ -225,10 +246,12 @@ def main(argv: list[str] | None = None) -> int:
         work = args.keep or Path(tempfile.mkdtemp(prefix="energy-bound-"))
         code, run_dir, baselines = run_candidates(args, work)
         rows = candidate_rows(baselines, {p.name: p for p in problems})
-    violations = [row for row in rows if row["ratio"] is not None and row["ratio"] < 1 and row["status"] == "PASSED"]
+    violations = [row for row in rows if below_beyond_resolution(row)]
+    within = [row for row in rows if row["ratio"] is not None and row["ratio"] < 1 and row["status"] == "PASSED" and not below_beyond_resolution(row)]
     result: dict[str, Any] = {"hardware": args.hardware, "paths": [str(p) for p in paths], "workloads": args.workloads,
                               "compile_modes": args.compile_modes, "run_exit_code": code, "run_dir": str(run_dir), "rows": rows,
-                              "per_class": per_class(rows), "violations": violations, "figures": figures_of(args.hardware)}
+                              "per_class": per_class(rows), "violations": violations, "below_within_resolution": within,
+                              "figures": figures_of(args.hardware)}
     if args.reprice:
         result["repriced_from"] = str(args.reprice)
     summary = run_dir / "summary.json"
