@@ -9,6 +9,9 @@
 #   energy-tight issue 32 in a short call: hw calibrate --energy, then energy_bound.py over the 5 problems where the bound is
 #            tightest or the calls are made ahead (the two bf16 GEMMs, the SwiGLU MLP, fused add+RMSNorm, SiLU) and 5 repeats of SiLU (200 s)
 #   compiled issue 28: pytest -m gpu of the compiled candidates and the executors (tests/bench/test_compiled_reference.py, tests/exec; 150 s)
+#   gpu-tests every gpu-marked test of tests/bench, tests/exec, tests/energy and the exploit corpus, a line per test as it ends
+#            (GPU_TESTS_LIMIT s, default 540; on an H100 on 2026-12-07 the quiet form passed 32 tests in 450 s and was cut there
+#            without saying which: this form says which test was running when a cut came)
 #   scale    issue 28: benchmarks/run_at_scale.py solbench:models --workloads smallest:1, default compile modes, cold then
 #            --again over the same baselines (SCALE_LIMIT s for the first run, default 380, and AGAIN_LIMIT s, default 160, for the
 #            second, 0 for none; the run folders' logs and the first run's compile-ahead.jsonl are kept; SCALE_WORK=/tmp/...
@@ -53,6 +56,11 @@ for group in "${steps[@]}"; do
     compiled)
       step compiled-tests 150 python3 -m pytest -o addopts="" -q -p no:cacheprovider -m gpu tests/bench/test_compiled_reference.py tests/exec
       tail -n 5 "$OUT/compiled-tests.log" >> "$OUT/summary.txt" ;;
+    gpu-tests)
+      step gpu-tests "${GPU_TESTS_LIMIT:-540}" python3 -m pytest -o addopts="" -v -p no:cacheprovider -m gpu --durations=15 \
+        tests/bench tests/exec tests/energy tests/exploits
+      grep -E "PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS" "$OUT/gpu-tests.log" | tail -n 60 >> "$OUT/summary.txt"
+      tail -n 20 "$OUT/gpu-tests.log" >> "$OUT/summary.txt" ;;
     defences)
       step defences-tests 360 python3 -m pytest -o addopts="" -q -p no:cacheprovider -m gpu tests/bench/test_gpu_eval.py \
         tests/bench/test_gpu_timing.py tests/exploits
@@ -80,7 +88,7 @@ for group in "${steps[@]}"; do
         mkdir -p "$OUT/tolerance/$name" && cp "$models/$name/workload.jsonl" "$OUT/tolerance/$name/"
       done
       tail -n 40 "$OUT/tolerance.log" >> "$OUT/summary.txt" ;;
-    *) echo "unknown group: $group (energy, energy-all, energy-tight, compiled, defences, scale, profile, serve, tolerance)" >&2; exit 2 ;;
+    *) echo "unknown group: $group (energy, energy-all, energy-tight, compiled, gpu-tests, defences, scale, profile, serve, tolerance)" >&2; exit 2 ;;
   esac
   cp "$OUT/summary.txt" "$FINAL/summary.txt"
   tar -C "$OUT" -czf "$FINAL/logs.tgz" .
