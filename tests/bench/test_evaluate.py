@@ -7,10 +7,18 @@ N = 16, 64, 1000); broken_reference is a problem whose reference raises. Options
 speed; the one C++ build that succeeds goes into a build cache shared by the whole test session.
 Solutions that need to tell the test which process ran them append "pid N" lines to the file named by
 $SOLBENCH_TEST_CALLS (workers inherit the test process's environment).
+
+Most tests evaluate in a kept WorkerPair (the `kept` fixture), as `solbench run` keeps one per lane
+(solbench.exec.jobs.kept_workers): its trusted reference worker is started once per test process and
+loaded with each evaluation's problem in turn, while every solution (untrusted code) still gets a fresh
+solution worker of its own, killed when its evaluation ends. Tests whose meaning involves the workers
+themselves (crashes, timeouts that kill workers, worker pids, leftover processes, elapsed times that a
+reference start would be part of, the environment the workers start with) evaluate in a pair of their own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -18,11 +26,12 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
-from solbench.bench.orchestrator import EvalOptions, evaluate
+from solbench.bench.orchestrator import EvalOptions, evaluate, resolve_device
+from solbench.bench.workers import WorkerPair
 from solbench.data import Solution, load_solution
 from solbench.data.loaders import load_problems
 from solbench.data.problem import Problem
@@ -48,6 +57,90 @@ def cache_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(autouse=True)
 def _no_stray_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SOLBENCH_TEST_CALLS", raising=False)
+
+
+class KeptPairs:
+    """Worker pairs kept across this module's evaluations, one per set of what a pair is made of: the
+    device and the options WorkerPair.for_options takes (sandbox, build cache, compile timeout, log limit,
+    compile cache; the other options are per evaluation), and the environment its reference worker starts
+    with (workers inherit this process's: a test that sets a variable gets a pair of its own)."""
+
+    def __init__(self) -> None:
+        self.pairs: dict[tuple[Any, ...], WorkerPair] = {}
+
+    @staticmethod
+    def key(device: str, options: EvalOptions) -> tuple[Any, ...]:
+        return (device, options.sandbox, Path(options.cache_root).absolute(), options.compile_timeout_s, options.log_limit,
+                options.compile_cache, _worker_environment())
+
+    @contextlib.contextmanager
+    def use(self, options: EvalOptions) -> Iterator[WorkerPair]:
+        """The pair for `options`, opened on first use. Where the evaluation raised (or hung: bounded()
+        failed the test), the pair's state is not to be relied on: it is closed, the next test opens another."""
+        device = resolve_device(options.device)
+        key = self.key(device, options)
+        pair = self.pairs.get(key)
+        if pair is None:
+            pair = self.pairs[key] = WorkerPair.for_options(device, options)
+        try:
+            yield pair
+        except BaseException:
+            if self.pairs.get(key) is pair:
+                del self.pairs[key]
+            pair.kill_processes()  # an evaluation still running in bounded()'s thread finds its workers gone
+            _close_pair(pair)
+            raise
+
+    def close(self) -> None:
+        pairs, self.pairs = list(self.pairs.values()), {}
+        for pair in pairs:
+            _close_pair(pair)
+
+
+def _worker_environment() -> tuple[tuple[str, str], ...]:
+    """The environment a worker started now inherits, less what cannot change a worker: pytest's name of the
+    current test, and TORCHINDUCTOR_CACHE_DIR where it is torch's default (inductor sets it so in this process
+    on first use; a worker without it uses that same folder)."""
+    ignored = {"PYTEST_CURRENT_TEST"}
+    try:
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+        if os.environ.get("TORCHINDUCTOR_CACHE_DIR") == os.path.abspath(default_cache_dir()):
+            ignored.add("TORCHINDUCTOR_CACHE_DIR")
+    except Exception:  # noqa: BLE001 - a torch without it: the variable counts like any other
+        pass
+    return tuple(sorted((name, value) for name, value in os.environ.items() if name not in ignored))
+
+
+def _close_pair(pair: WorkerPair) -> None:
+    """Stop the pair's workers (waiting for them to end) and remove its blob session (WorkerPair.__exit__)."""
+    with contextlib.suppress(Exception):
+        pair.close()
+    with contextlib.suppress(Exception):
+        pair.session.close()
+
+
+@pytest.fixture(scope="module")
+def kept() -> Iterator[KeptPairs]:
+    """The kept worker pairs of this module's tests in this test process. Module-scoped: pytest tears it down
+    (its reference workers stop) after this module's last test here and whenever the next test this process
+    runs is another module's (pytest-xdist --dist worksteal interleaves modules in a process): tests that count
+    worker processes (tests/exec/test_slots.py, say) never find ours. More tests of this module open it again."""
+    pairs = KeptPairs()
+    try:
+        yield pairs
+    finally:
+        pairs.close()
+
+
+def evaluate_in(kept: KeptPairs | None, problem: Problem, solution: Solution, options: EvalOptions, limit_s: float | None = RUN_LIMIT_S,
+                **arguments: Any) -> list[Trace]:
+    """evaluate() in the kept pair for `options` (None: in a pair of its own, as evaluate() opens without `workers`),
+    bounded by limit_s (None: unbounded)."""
+    with kept.use(options) if kept is not None else contextlib.nullcontext(None) as pair:
+        if limit_s is None:
+            return evaluate(problem, solution, options, workers=pair, **arguments)
+        return bounded(lambda: evaluate(problem, solution, options, workers=pair, **arguments), limit_s)
 
 
 def load(name: str) -> tuple[Problem, Solution]:
@@ -93,14 +186,16 @@ def bounded(function: Callable[[], Any], limit_s: float) -> Any:
     return box["value"]
 
 
-def run_solution(name: str, cache_root: Path, workloads: list[str] | None = None, limit_s: float = RUN_LIMIT_S, **options: Any) -> Run:
+def run_solution(name: str, cache_root: Path, workloads: list[str] | None = None, limit_s: float = RUN_LIMIT_S, kept: KeptPairs | None = None,
+                 **options: Any) -> Run:
+    """`kept`: evaluate in the kept pair for these options (None: in a pair of its own)."""
     problem, solution = load(name)
     chosen = [problem.workload(uuid) for uuid in workloads] if workloads else None
     eval_options = EvalOptions(**{**SMALL, "cache_root": cache_root, **options})
     reported: list[tuple[float, Trace]] = []
     started = time.monotonic()
-    traces = bounded(lambda: evaluate(problem, solution, eval_options, workloads=chosen,
-                                      on_trace=lambda trace: reported.append((time.monotonic(), trace))), limit_s)
+    traces = evaluate_in(kept, problem, solution, eval_options, limit_s, workloads=chosen,
+                         on_trace=lambda trace: reported.append((time.monotonic(), trace)))
     elapsed = time.monotonic() - started
     expected = workloads or [w.uuid for w in problem.workloads]  # vector_scale: vs-n0016, vs-n0064, vs-n1000
     # Every trace is about this problem and solution, in workload order, and was reported as it came.
@@ -187,18 +282,18 @@ def processes_mentioning(text: str) -> dict[int, str]:
 # --- PASSED -----------------------------------------------------------------------------------------
 
 
-def test_pytorch_destination_passing_style_passes(cache_root: Path):
-    run = run_solution("pytorch_dps", cache_root)
+def test_pytorch_destination_passing_style_passes(cache_root: Path, kept: KeptPairs):
+    run = run_solution("pytorch_dps", cache_root, kept=kept)
     assert run.statuses == [Status.PASSED] * 3
     for trace in run.traces:
         assert_passed(trace)
         assert trace.evaluation.correctness.max_absolute_error == 0.0  # the same float32 multiply as the reference
 
 
-def test_value_returning_pytorch_passes(cache_root: Path):
+def test_value_returning_pytorch_passes(cache_root: Path, kept: KeptPairs):
     problem, solution = load("pytorch_returning")
     assert solution.spec.destination_passing_style is False
-    run = run_solution("pytorch_returning", cache_root)
+    run = run_solution("pytorch_returning", cache_root, kept=kept)
     assert run.statuses == [Status.PASSED] * 3
     for trace in run.traces:
         assert_passed(trace)
@@ -244,8 +339,8 @@ def test_cpp_solution_built_with_cpp_extension_passes(cache_root: Path):
 # --- wrong outputs ----------------------------------------------------------------------------------
 
 
-def test_wrong_shape_is_incorrect_shape(cache_root: Path):
-    run = run_solution("wrong_shape", cache_root)
+def test_wrong_shape_is_incorrect_shape(cache_root: Path, kept: KeptPairs):
+    run = run_solution("wrong_shape", cache_root, kept=kept)
     assert run.statuses == [Status.INCORRECT_SHAPE] * 3
     for trace, n in zip(run.traces, (16, 64, 1000)):
         assert_failed(trace, Status.INCORRECT_SHAPE, re.escape(f"output 'y' has shape [{n - 1}], the reference has [{n}]"))
@@ -253,22 +348,22 @@ def test_wrong_shape_is_incorrect_shape(cache_root: Path):
         assert correctness.matched_ratio == 0.0 and correctness.max_absolute_error == math.inf
 
 
-def test_wrong_number_of_returned_values_is_incorrect_shape(cache_root: Path):
-    run = run_solution("wrong_output_count", cache_root)
+def test_wrong_number_of_returned_values_is_incorrect_shape(cache_root: Path, kept: KeptPairs):
+    run = run_solution("wrong_output_count", cache_root, kept=kept)
     assert run.statuses == [Status.INCORRECT_SHAPE] * 3
     for trace in run.traces:
         assert_failed(trace, Status.INCORRECT_SHAPE, re.escape("returned 2 value(s); the definition declares 1 output(s) (y)"))
 
 
-def test_float64_output_for_a_float32_output_is_incorrect_dtype(cache_root: Path):
-    run = run_solution("wrong_dtype", cache_root)
+def test_float64_output_for_a_float32_output_is_incorrect_dtype(cache_root: Path, kept: KeptPairs):
+    run = run_solution("wrong_dtype", cache_root, kept=kept)
     assert run.statuses == [Status.INCORRECT_DTYPE] * 3
     for trace in run.traces:
         assert_failed(trace, Status.INCORRECT_DTYPE, r"output 'y' has dtype float64, declared float32")
 
 
-def test_off_by_a_constant_is_incorrect_numerical(cache_root: Path):
-    run = run_solution("off_by_constant", cache_root)
+def test_off_by_a_constant_is_incorrect_numerical(cache_root: Path, kept: KeptPairs):
+    run = run_solution("off_by_constant", cache_root, kept=kept)
     assert run.statuses == [Status.INCORRECT_NUMERICAL] * 3
     for trace, n in zip(run.traces, (16, 64, 1000)):
         assert_failed(trace, Status.INCORRECT_NUMERICAL, rf"^trial 1/2: output 'y': {n} of {n} elements \(100.0%\) outside atol 1e-05")
@@ -279,10 +374,10 @@ def test_off_by_a_constant_is_incorrect_numerical(cache_root: Path):
         assert correctness.trials == 2
 
 
-def test_a_failed_trace_starts_with_its_reason_before_the_notes_of_the_trials_that_passed(cache_root: Path):
+def test_a_failed_trace_starts_with_its_reason_before_the_notes_of_the_trials_that_passed(cache_root: Path, kept: KeptPairs):
     """Trial 1 passes (and notes its outputs' precision), a later trial fails: the log's first line is
     the failure, which the baselines and the run summary show as a failed candidate's detail."""
-    run = run_solution("wrong_after_first_trial", cache_root, workloads=["vs-n0064"], trials=3)
+    run = run_solution("wrong_after_first_trial", cache_root, kept=kept, workloads=["vs-n0064"], trials=3)
     (trace,) = run.traces
     assert trace.evaluation.status == Status.INCORRECT_NUMERICAL
     lines = trace.evaluation.log.splitlines()
@@ -290,17 +385,17 @@ def test_a_failed_trace_starts_with_its_reason_before_the_notes_of_the_trials_th
     assert any(line.startswith("precision: outputs consistent with their declared float32") for line in lines[1:]), lines
 
 
-def test_all_zero_output_is_incorrect_numerical(cache_root: Path):
-    run = run_solution("all_zero", cache_root)
+def test_all_zero_output_is_incorrect_numerical(cache_root: Path, kept: KeptPairs):
+    run = run_solution("all_zero", cache_root, kept=kept)
     assert run.statuses == [Status.INCORRECT_NUMERICAL] * 3
     for trace in run.traces:
         assert_failed(trace, Status.INCORRECT_NUMERICAL, r"output 'y' is all zeros, the reference is not")
         assert trace.evaluation.correctness.matched_ratio == 0.0
 
 
-def test_output_left_unwritten_is_incorrect_numerical(cache_root: Path):
+def test_output_left_unwritten_is_incorrect_numerical(cache_root: Path, kept: KeptPairs):
     """Preallocated outputs are poisoned (NaN for floats) before the call: writing nothing never passes."""
-    run = run_solution("writes_nothing", cache_root)
+    run = run_solution("writes_nothing", cache_root, kept=kept)
     assert run.statuses == [Status.INCORRECT_NUMERICAL] * 3
     for trace, n in zip(run.traces, (16, 64, 1000)):
         assert_failed(trace, Status.INCORRECT_NUMERICAL, rf"{n} of {n} elements \(100.0%\) outside", r"got nan")
@@ -311,17 +406,17 @@ def test_output_left_unwritten_is_incorrect_numerical(cache_root: Path):
 # --- errors -----------------------------------------------------------------------------------------
 
 
-def test_python_exception_is_a_runtime_error_with_its_text(cache_root: Path):
-    run = run_solution("raises", cache_root)
+def test_python_exception_is_a_runtime_error_with_its_text(cache_root: Path, kept: KeptPairs):
+    run = run_solution("raises", cache_root, kept=kept)
     assert run.statuses == [Status.RUNTIME_ERROR] * 3
     for trace, n in zip(run.traces, (16, 64, 1000)):
         assert_failed(trace, Status.RUNTIME_ERROR, re.escape(f"RuntimeError: solution exploded on purpose (n={n})"), r"Traceback")
 
 
-def test_a_runtime_error_log_starts_with_the_error_even_when_its_traceback_is_cut(cache_root: Path):
+def test_a_runtime_error_log_starts_with_the_error_even_when_its_traceback_is_cut(cache_root: Path, kept: KeptPairs):
     """The log keeps the end of a long traceback; its first line (what a summary shows of a failed baseline
     candidate) is the error itself, not a line from the middle of the traceback."""
-    run = run_solution("raises_after_a_long_cause", cache_root, workloads=["vs-n0016"])
+    run = run_solution("raises_after_a_long_cause", cache_root, kept=kept, workloads=["vs-n0016"])
     log = run.traces[0].evaluation.log
     assert run.statuses == [Status.RUNTIME_ERROR]
     assert log.splitlines()[0] == "RuntimeError: compiled kernel failed (n=16)", log[:300]
@@ -370,22 +465,22 @@ def test_endless_loop_is_a_timeout_and_the_run_goes_on(cache_root: Path, tmp_pat
     assert wait_until_gone(looping | fresh, 10) == set()  # the looping worker was killed, not left spinning
 
 
-def test_python_syntax_error_is_a_compile_error(cache_root: Path):
-    run = run_solution("python_syntax_error", cache_root)
+def test_python_syntax_error_is_a_compile_error(cache_root: Path, kept: KeptPairs):
+    run = run_solution("python_syntax_error", cache_root, kept=kept)
     assert run.statuses == [Status.COMPILE_ERROR] * 3
     for trace in run.traces:
         assert_failed(trace, Status.COMPILE_ERROR, r"SyntaxError: expected ':'", r'main\.py", line 1')
         assert trace.evaluation.correctness is None
 
 
-def test_compile_error_log_states_the_error_once(cache_root: Path):
-    run = run_solution("python_syntax_error", cache_root, workloads=["vs-n0016"])
+def test_compile_error_log_states_the_error_once(cache_root: Path, kept: KeptPairs):
+    run = run_solution("python_syntax_error", cache_root, kept=kept, workloads=["vs-n0016"])
     assert_failed(run.traces[0], Status.COMPILE_ERROR, r"SyntaxError")
     assert run.traces[0].evaluation.log.count("SyntaxError: expected ':'") == 1
 
 
-def test_cpp_syntax_error_is_a_compile_error_with_the_compiler_line(cache_root: Path):
-    run = run_solution("cpp_syntax_error", cache_root, limit_s=300)
+def test_cpp_syntax_error_is_a_compile_error_with_the_compiler_line(cache_root: Path, kept: KeptPairs):
+    run = run_solution("cpp_syntax_error", cache_root, kept=kept, limit_s=300)
     assert run.statuses == [Status.COMPILE_ERROR] * 3
     for trace in run.traces:
         assert_failed(trace, Status.COMPILE_ERROR, r"broken\.cpp:3:\d+: error: expected ',' or ';' before 'return'")
@@ -426,8 +521,8 @@ def test_build_past_the_compile_timeout_leaves_no_compiler_running(build_timeout
     assert build_timeout["leftover"] == {}
 
 
-def test_reference_that_raises_is_invalid_reference(cache_root: Path):
-    run = run_solution("identity_for_broken", cache_root)
+def test_reference_that_raises_is_invalid_reference(cache_root: Path, kept: KeptPairs):
+    run = run_solution("identity_for_broken", cache_root, kept=kept)
     assert run.statuses == [Status.INVALID_REFERENCE]
     assert_failed(run.traces[0], Status.INVALID_REFERENCE, r"reference failed: ValueError: reference is broken on purpose")
 
@@ -458,7 +553,7 @@ def test_what_the_solution_prints_goes_into_the_trace_log_bounded(noisy_run: Run
         assert len(log) <= NOISY_LOG_LIMIT + 64
 
 
-def test_a_time_below_the_speed_of_light_is_flagged_for_audit(tmp_path, cache_root):
+def test_a_time_below_the_speed_of_light_is_flagged_for_audit(tmp_path, cache_root, kept: KeptPairs):
     """A hardware spec far slower than this CPU puts T_SOL above any real time: never a win."""
     import yaml
 
@@ -468,14 +563,14 @@ def test_a_time_below_the_speed_of_light_is_flagged_for_audit(tmp_path, cache_ro
     slow.update(name="Snail", dram={"capacity_gb": 1, "bandwidth_tbps": 1e-9})
     path = tmp_path / "snail.yaml"
     path.write_text(yaml.safe_dump(slow))
-    run = run_solution("pytorch_dps", cache_root, workloads=["vs-n0016"], hardware=str(path))
+    run = run_solution("pytorch_dps", cache_root, kept=kept, workloads=["vs-n0016"], hardware=str(path))
     evaluation = run.traces[0].evaluation
     assert evaluation.status == Status.REWARD_HACK
     assert evaluation.performance.latency_ms < evaluation.performance.sol_ms
     assert "faster-than-sol" in evaluation.log and "Snail" in evaluation.log
 
 
-def test_the_latency_floor_is_the_bound_of_both_the_check_and_the_score(tmp_path, cache_root):
+def test_the_latency_floor_is_the_bound_of_both_the_check_and_the_score(tmp_path, cache_root, kept: KeptPairs):
     """A spec whose latency floor (1 ms) is above any real time of a 16-element call: with the floor, the
     evaluator's faster-than-sol check and the score both use T_SOL = the floor (REWARD_HACK, score 0); with
     sol_floor off (--no-sol-floor), both use the roofline alone (PASSED, a score against that T_SOL)."""
@@ -491,7 +586,8 @@ def test_the_latency_floor_is_the_bound_of_both_the_check_and_the_score(tmp_path
     path = tmp_path / "floored.yaml"
     path.write_text(yaml.safe_dump(floored))
     entry = BaselineEntry(problem="vector_scale", workload="vs-n0016", definition_hash="-", baseline_ms=5.0)
-    with_floor, roofline_only = (run_solution("pytorch_dps", cache_root, workloads=["vs-n0016"], hardware=str(path), sol_floor=floor).traces[0]
+    with_floor, roofline_only = (run_solution("pytorch_dps", cache_root, kept=kept, workloads=["vs-n0016"], hardware=str(path),
+                                              sol_floor=floor).traces[0]
                                  for floor in (True, False))
 
     performance = with_floor.evaluation.performance
@@ -512,18 +608,18 @@ def test_the_latency_floor_is_the_bound_of_both_the_check_and_the_score(tmp_path
     assert row.score == sol_score(True, performance.latency_ms, performance.sol_ms, 5.0, performance.latency_iqr_ms).score > 0
 
 
-def test_static_analysis_refuses_before_running(cache_root):
+def test_static_analysis_refuses_before_running(cache_root, kept: KeptPairs):
     """On by default: a solution using ctypes is refused as REWARD_HACK on every workload, unbuilt."""
-    run = run_solution("segfault_first", cache_root, static_analysis=True)
+    run = run_solution("segfault_first", cache_root, kept=kept, static_analysis=True)
     assert run.statuses == [Status.REWARD_HACK] * 3
     log = run.traces[0].evaluation.log
     assert "static analysis refused the solution" in log and "[PY-FFI] main.py:1" in log
 
 
-def test_hidden_workloads_are_checked_for_correctness_after_the_published_ones(cache_root: Path):
+def test_hidden_workloads_are_checked_for_correctness_after_the_published_ones(cache_root: Path, kept: KeptPairs):
     problem, solution = load("pytorch_dps")
     options = EvalOptions(**{**SMALL, "hidden": 2, "cache_root": cache_root})
-    traces = evaluate(problem, solution, options)
+    traces = evaluate_in(kept, problem, solution, options, limit_s=None)
     published = [w.uuid for w in problem.workloads]
     assert [t.workload.uuid for t in traces][: len(published)] == published
     hidden = traces[len(published):len(published) + 2]
@@ -536,7 +632,7 @@ def test_hidden_workloads_are_checked_for_correctness_after_the_published_ones(c
     assert all(t.evaluation.performance is not None for t in traces[: len(published)])
 
     # A resumed run with the same seed draws the same hidden workloads and does only the missing one.
-    again = evaluate(problem, solution, options, skip=set(published) | {hidden[0].workload.uuid, unaligned.workload.uuid})
+    again = evaluate_in(kept, problem, solution, options, limit_s=None, skip=set(published) | {hidden[0].workload.uuid, unaligned.workload.uuid})
     assert [t.workload.uuid for t in again] == [hidden[1].workload.uuid]
 
 
@@ -557,17 +653,17 @@ def test_fewer_timed_calls_are_kept_for_checking_when_outputs_are_large(tmp_path
         run.close()
 
 
-def test_an_output_whose_memory_cannot_be_inspected_is_a_wrong_output_not_a_worker_fault(cache_root: Path):
-    run = run_solution("sparse_output", cache_root)
+def test_an_output_whose_memory_cannot_be_inspected_is_a_wrong_output_not_a_worker_fault(cache_root: Path, kept: KeptPairs):
+    run = run_solution("sparse_output", cache_root, kept=kept)
     assert run.statuses == [Status.INCORRECT_SHAPE] * 3
     for trace in run.traces:
         log = trace.evaluation.log
         assert "Traceback" not in log and "sparse" in log.lower(), log
 
 
-def test_a_kernel_that_assumes_the_published_alignment_gets_a_shape_generality_flag(cache_root: Path):
+def test_a_kernel_that_assumes_the_published_alignment_gets_a_shape_generality_flag(cache_root: Path, kept: KeptPairs):
     problem, solution = load("no_edge_tiles")
-    traces = bounded(lambda: evaluate(problem, solution, EvalOptions(**{**SMALL, "cache_root": cache_root, "hidden": 1})), RUN_LIMIT_S)
+    traces = evaluate_in(kept, problem, solution, EvalOptions(**{**SMALL, "cache_root": cache_root, "hidden": 1}))
     by_kind = {t.workload.uuid.split("-")[0]: t for t in traces}
     assert [t.evaluation.status for t in traces[:3]] == [Status.PASSED] * 3  # the published sizes, all multiples of 8
     assert by_kind["hidden"].evaluation.status == Status.PASSED  # hidden draws keep the alignment
@@ -579,9 +675,9 @@ def test_a_kernel_that_assumes_the_published_alignment_gets_a_shape_generality_f
     assert unaligned.evaluation.performance is None  # correctness only
 
 
-def test_an_honest_solution_passes_the_unaligned_workload_unflagged(cache_root: Path):
+def test_an_honest_solution_passes_the_unaligned_workload_unflagged(cache_root: Path, kept: KeptPairs):
     problem, solution = load("pytorch_returning")
-    traces = bounded(lambda: evaluate(problem, solution, EvalOptions(**{**SMALL, "cache_root": cache_root, "hidden": 1})), RUN_LIMIT_S)
+    traces = evaluate_in(kept, problem, solution, EvalOptions(**{**SMALL, "cache_root": cache_root, "hidden": 1}))
     (unaligned,) = [t for t in traces if t.workload.uuid.startswith("unaligned-")]
     assert unaligned.evaluation.status == Status.PASSED and unaligned.evaluation.flags is None
     assert "flags" not in unaligned.evaluation.to_json_dict()
@@ -607,7 +703,7 @@ def test_eval_options_are_frozen():
     assert dataclasses.replace(options, trials=1).trials == 1 and options.trials == 5
 
 
-def test_below_a_measured_cpu_bound_is_a_flag_not_a_verdict(tmp_path, cache_root):
+def test_below_a_measured_cpu_bound_is_a_flag_not_a_verdict(tmp_path, cache_root, kept: KeptPairs):
     """A CPU spec's ceilings are measured here (possibly on a busy machine): a time below its T_SOL is flagged for
     audit and stays PASSED, where a datasheet spec makes it REWARD_HACK (the test above)."""
     import yaml
@@ -618,7 +714,7 @@ def test_below_a_measured_cpu_bound_is_a_flag_not_a_verdict(tmp_path, cache_root
     slow.update(name="cpu-snail", vendor="CPU", dram={"capacity_gb": 1, "bandwidth_tbps": 1e-9})
     path = tmp_path / "cpu-snail.yaml"
     path.write_text(yaml.safe_dump(slow))
-    run = run_solution("pytorch_dps", cache_root, workloads=["vs-n0016"], hardware=str(path))
+    run = run_solution("pytorch_dps", cache_root, kept=kept, workloads=["vs-n0016"], hardware=str(path))
     evaluation = run.traces[0].evaluation
     assert evaluation.status == Status.PASSED, evaluation.log
     assert evaluation.flags == ["faster-than-sol"] and evaluation.performance.latency_ms < evaluation.performance.sol_ms
@@ -626,7 +722,7 @@ def test_below_a_measured_cpu_bound_is_a_flag_not_a_verdict(tmp_path, cache_root
 
 
 @pytest.mark.parametrize(("factor", "judged"), [(1e-4, "near-miss"), (0.1, "gross")])
-def test_held_out_workloads_flag_gross_errors_only(cache_root: Path, factor: float, judged: str):
+def test_held_out_workloads_flag_gross_errors_only(cache_root: Path, kept: KeptPairs, factor: float, judged: str):
     """Exact on the published sizes; elsewhere every 7th element off by `factor` relative: 1e-4 is at most
     10x the tolerance (1e-5 + 1e-5*|ref|), a near-miss such as a library's other reduction order at odd
     sizes, noted and passed; 0.1 is 10^4 x, a gross error: REWARD_HACK on hidden workloads, a
@@ -637,7 +733,7 @@ def test_held_out_workloads_flag_gross_errors_only(cache_root: Path, factor: flo
     source = ("import torch\n\n\ndef run(x, alpha):\n    y = x * alpha\n    if x.shape[0] not in (16, 64, 1000):\n"
               f"        y[::7] *= 1.0 + {factor}\n    return y\n")
     solution = inline_solution(f"off_{judged}", problem.name, "pytorch", "main.py::run", {"main.py": source}, dps=False)
-    traces = bounded(lambda: evaluate(problem, solution, EvalOptions(**{**SMALL, "cache_root": cache_root, "hidden": 1})), RUN_LIMIT_S)
+    traces = evaluate_in(kept, problem, solution, EvalOptions(**{**SMALL, "cache_root": cache_root, "hidden": 1}))
     by_kind = {t.workload.uuid.split("-")[0]: t for t in traces}
     hidden, unaligned = by_kind["hidden"].evaluation, by_kind["unaligned"].evaluation
     assert [t.evaluation.status for t in traces[:3]] == [Status.PASSED] * 3
