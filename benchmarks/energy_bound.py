@@ -114,7 +114,11 @@ def resolved(row: dict[str, Any]) -> bool:
 
 
 def below_beyond_resolution(row: dict[str, Any]) -> bool:
-    return row["ratio"] is not None and row["status"] == "PASSED" and row["joules"] + (row.get("resolution_j") or 0.0) < row["sol_j"]
+    """Below E_SOL by more than the reading's resolution: the score's margin (solbench.score.formula) with no
+    allowance for the bound's own uncertainty, since the bound is what is checked here."""
+    from solbench.score.formula import below_sol_margin
+
+    return row["ratio"] is not None and row["status"] == "PASSED" and below_sol_margin(row["joules"], row["sol_j"], row.get("resolution_j"), 0.0)
 
 
 def per_class(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:

@@ -88,13 +88,13 @@ class KeptPairs:
             if self.pairs.get(key) is pair:
                 del self.pairs[key]
             pair.kill_processes()  # an evaluation still running in bounded()'s thread finds its workers gone
-            _close_pair(pair)
+            pair.__exit__()  # its workers stopped, its blob session removed
             raise
 
     def close(self) -> None:
         pairs, self.pairs = list(self.pairs.values()), {}
         for pair in pairs:
-            _close_pair(pair)
+            pair.__exit__()  # its workers stopped, its blob session removed
 
 
 def _worker_environment() -> tuple[tuple[str, str], ...]:
@@ -110,14 +110,6 @@ def _worker_environment() -> tuple[tuple[str, str], ...]:
     except Exception:  # noqa: BLE001 - a torch without it: the variable counts like any other
         pass
     return tuple(sorted((name, value) for name, value in os.environ.items() if name not in ignored))
-
-
-def _close_pair(pair: WorkerPair) -> None:
-    """Stop the pair's workers (waiting for them to end) and remove its blob session (WorkerPair.__exit__)."""
-    with contextlib.suppress(Exception):
-        pair.close()
-    with contextlib.suppress(Exception):
-        pair.session.close()
 
 
 @pytest.fixture(scope="module")

@@ -380,16 +380,19 @@ class _Result:
     near_miss: bool = False  # the failure is the matched ratio's, with no gross error
 
 
-def _matching(out: torch.Tensor, ref: torch.Tensor, tolerance: Tolerance) -> torch.Tensor:
-    """Which decoded elements match under the rules of the module docstring (finite and within tolerance,
-    or an identical infinity that the tolerance allows)."""
-    diff = (out - ref).abs_()
-    match = diff <= tolerance.allowed_error(ref.abs())
-    match &= torch.isfinite(diff)
+def _allowed_infinities(out: torch.Tensor, ref: torch.Tensor, tolerance: Tolerance) -> torch.Tensor:
+    """The infinite outputs that match: identical to the reference's, and -inf only where the tolerance allows it."""
     same_inf = torch.isinf(out) & (out == ref)
     if not tolerance.allow_negative_inf:
         same_inf &= out > 0
-    return match | same_inf
+    return same_inf
+
+
+def _matching(out: torch.Tensor, ref: torch.Tensor, tolerance: Tolerance) -> torch.Tensor:
+    """Which decoded elements match under the rules of the module docstring (finite and within tolerance,
+    or an allowed infinity)."""
+    diff = (out - ref).abs_()
+    return (diff <= tolerance.allowed_error(ref.abs())) & torch.isfinite(diff) | _allowed_infinities(out, ref, tolerance)
 
 
 class _Selection:
@@ -426,7 +429,6 @@ def _selections(declared: dict[str, TensorSpec], outputs: dict[str, Any], refere
 def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance, selection: _Selection | None = None) -> _Result:
     out, ref = _Values(value), _Values(reference)
     atol, rtol, cap = tolerance.max_atol, tolerance.max_rtol, tolerance.max_error_cap
-    allow_neg_inf = tolerance.allow_negative_inf
     total = out.numel
     mismatched = 0
     max_abs = max_rel = 0.0
@@ -455,10 +457,7 @@ def _compare_values(name: str, value: Any, reference: Any, tolerance: Tolerance,
         if not math.isfinite(chunk_max):
             finite = torch.isfinite(diff)
             match &= finite
-            same_inf = torch.isinf(o) & (o == r)
-            if not allow_neg_inf:
-                same_inf &= o > 0
-            match |= same_inf
+            match |= _allowed_infinities(o, r, tolerance)
             # the error of a non-finite element is 0 where it matches (an identical inf), else inf
             diff = torch.where(finite, diff, torch.where(match, 0.0, math.inf))
             chunk_max = float(diff.max())

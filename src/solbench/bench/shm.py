@@ -92,8 +92,7 @@ def blob_digest(tensor: Any) -> str:
 
     import torch
 
-    raw = tensor.reshape(-1).view(torch.uint8)
-    return hashlib.sha256(memoryview(raw.numpy())).hexdigest() if raw.numel() else hashlib.sha256(b"").hexdigest()
+    return hashlib.sha256(tensor.reshape(-1).view(torch.uint8).numpy().data).hexdigest()
 
 
 def read_blob(description: Any, session_root: Path | None = None) -> Any:

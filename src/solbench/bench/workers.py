@@ -103,8 +103,10 @@ class WorkerPair:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
-        self.session.close()
+        try:
+            self.close()
+        finally:
+            self.session.close()  # the blobs go even where a worker would not stop
 
     # --- lifecycle -----------------------------------------------------------------------------
 
