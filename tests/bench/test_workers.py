@@ -5,11 +5,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from solbench.bench.orchestrator import EvalOptions, evaluate, reference_solution
 from solbench.bench.phases import PHASES
 from solbench.bench.workers import WorkerPair
 from solbench.data.inline import inline_problem
 from solbench.data.trace import Status
+
+from solbench.bench.sandbox import bwrap_works
+
+BWRAP_WORKS, BWRAP_WHY = bwrap_works()
+needs_bwrap = pytest.mark.skipif(not BWRAP_WORKS, reason=f"needs a working bubblewrap: {BWRAP_WHY}")
 
 
 def test_the_reference_worker_is_kept_across_problems_and_solution_workers_are_not(tmp_path: Path):
@@ -165,5 +172,45 @@ def test_a_submitted_solution_cannot_plant_code_or_files_for_the_next_one_in_the
         assert [t.evaluation.status for t in planted] == [Status.PASSED], [t.evaluation.log for t in planted]
         victim = evaluate(double, inline_solution("victim", "double", "pytorch", "main.py::run", {"main.py": VICTIM}, dps=False), options, workers=pair)
         assert [t.evaluation.status for t in victim] == [Status.PASSED], [t.evaluation.log for t in victim]
-        homes = sorted(path.name for path in (pair.session.root / "homes").iterdir())
+        homes = sorted(path.name for path in (pair.session.root / "solutions").iterdir() if (path / "home").is_dir())
         assert len(homes) == 2  # one per submitted solution
+
+
+TRESPASSER = '''import os
+folder = os.environ["HOME"]
+while folder != "/" and not os.path.exists(os.path.join(folder, "owner.pid")):  # up to the session folder, where it is visible
+    folder = os.path.dirname(folder)
+if folder == "/":  # not visible: HOME is SESSION/solutions/KEY/home
+    folder = os.path.dirname(os.path.dirname(os.path.dirname(os.environ["HOME"])))
+for path in (os.path.join(folder, "planted.bin"), os.path.join(folder, "home", "planted"),
+             os.path.join(folder, "solutions", "another", "planted"), os.path.join(folder, "owner.pid")):
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a") as planted:
+            planted.write("1")
+    except OSError:
+        pass  # refused, as it should be (or written where nobody else looks: bubblewrap's private /dev/shm)
+
+def run(x):
+    return x * 2
+'''
+
+
+@needs_bwrap
+def test_under_bubblewrap_a_submitted_solution_writes_only_its_own_folder_of_the_session(tmp_path: Path):
+    """The solution's worker may write its build folder and `solutions/<build key>` of the session (its outputs'
+    blobs and its HOME), nothing else of the session: not the reference's blobs and logs, not the trusted
+    workers' HOME, not another solution's folder, not the owner file that says whose the session is."""
+    from solbench.data.inline import inline_solution
+
+    double = inline_problem("double", "def run(x):\n    return x * 2\n", {"x": ([8], "float32")}, {"y": ([8], "float32")})
+    options = EvalOptions(device="cpu", trials=1, hidden=0, timing=False, static_analysis=False, cache_root=tmp_path, sandbox="bwrap")
+    with WorkerPair.for_options("cpu", options) as pair:
+        owner = (pair.session.root / "owner.pid").read_text()
+        traces = evaluate(double, inline_solution("trespasser", "double", "pytorch", "main.py::run", {"main.py": TRESPASSER}, dps=False),
+                          options, workers=pair)
+        assert [t.evaluation.status for t in traces] == [Status.PASSED], [t.evaluation.log for t in traces]
+        assert (pair.session.root / "solutions").is_dir()
+        assert not (pair.session.root / "planted.bin").exists() and not (pair.session.root / "home" / "planted").exists()
+        assert not (pair.session.root / "solutions" / "another").exists()
+        assert (pair.session.root / "owner.pid").read_text() == owner

@@ -285,7 +285,7 @@ class EvaluationRun:
             with phases("correctness"):
                 answer = workers.ask_solution(RunRequest(
                     workload=workload, seed=self.seed, trial=trial, outputs=self._output_specs(workload), dps=dps, inputs=prepared.inputs,
-                    paths={name: self.session.new_path(f"sol-{name}") for name in self.problem.definition.outputs}, group=group,
+                    paths={name: self.session.new_path(f"sol-{name}", workers.output_folder) for name in self.problem.definition.outputs}, group=group,
                     repeat=trial == 0 and not workers.trusts(self.solution), timer=self.options.timer, launch_gate=self.options.launch_gate), deadline, RunAnswer)
                 verdicts.output_devices(answer, self.device)
                 outputs = self._load_answer(answer.outputs)  # ours before the reference runs (a retry there restarts the solution worker)
@@ -317,7 +317,7 @@ class EvaluationRun:
 
     def _load_answer(self, described: dict[str, Any]) -> dict[str, Any]:
         try:
-            return {name: load_output(description, self.session, self.device) for name, description in described.items()}
+            return {name: load_output(description, self.workers.output_folder, self.device) for name, description in described.items()}
         except (BlobError, OSError) as exc:
             raise Outcome(Status.RUNTIME_ERROR, f"unreadable output: {exc}") from None
         except RuntimeError as exc:  # a CUDA IPC handle that cannot be opened
@@ -328,7 +328,7 @@ class EvaluationRun:
         WorkerPair.checks_reference_blobs): another content was put there by the solution's process."""
         digest = self.workers.checks_reference_blobs
         try:
-            return {name: load_output(description, self.session, self.device, trusted=True, digest=digest) for name, description in described.items()}
+            return {name: load_output(description, self.session.root, self.device, trusted=True, digest=digest) for name, description in described.items()}
         except BlobError as exc:
             if not digest:  # no submitted solution's process was there to change the file
                 raise
@@ -360,7 +360,7 @@ class EvaluationRun:
         parameters = {"warmup": options.warmup, "min_iterations": options.min_iterations, "max_iterations": options.max_iterations,
                       "budget_s": options.budget_s, "target_rse": options.target_rse, "timer": options.timer, "launch_gate": options.launch_gate,
                       "launch_series": options.launch_series,
-                      "workload": workload, "outputs": self._output_specs(workload), "blob_dir": str(self.session.root)}
+                      "workload": workload, "outputs": self._output_specs(workload), "blob_dir": str(workers.output_folder)}
         group = workers.group()
         with self.phases("timing"), timed_section():
             timed = workers.ask_solution(TimeRequest(dps=self.solution.spec.destination_passing_style, seed=seed, check=check, group=group, **parameters),
@@ -407,7 +407,7 @@ class EvaluationRun:
         group = self.workers.group()
         batch = energy.batch_size(latency_ms / 1e3 if latency_ms else None, self._call_bytes(workload))
         request = EnergyRequest(workload=workload, seed=seed, dps=self.solution.spec.destination_passing_style, check=check,
-                                outputs=self._output_specs(workload), blob_dir=str(self.session.root), window_s=self.options.energy_window_s,
+                                outputs=self._output_specs(workload), blob_dir=str(self.workers.output_folder), window_s=self.options.energy_window_s,
                                 idle_s=self.options.energy_idle_s, min_calls=energy.CHECK_SPAN, batch=batch, pool_bytes=energy.AHEAD_BYTES,
                                 timer=self.options.timer, group=group)
         with self.phases("energy"), timed_section():
@@ -551,7 +551,7 @@ class EvaluationRun:
         return output_specs(self.problem, workload)
 
     def _sweep_blobs(self) -> None:
-        for path in self.session.root.glob("*.bin"):
+        for path in {*self.session.root.glob("*.bin"), *self.workers.output_folder.glob("*.bin")}:
             try:
                 path.unlink()
             except OSError:

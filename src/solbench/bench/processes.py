@@ -60,6 +60,7 @@ class WorkerProcess:
         their compiled graphs from the cache, and a worker started ahead does it off the critical path).
         launcher: the worker starts under this program (inside the sandbox), with its variables added."""
         self.role, self.device, self.log_path, self.sandbox, self.launcher = role, device, log_path, sandbox, launcher
+        self.output_folder: Path | None = None  # a solution worker's: the folder its outputs' blobs go to (WorkerPair.output_folder)
         to_worker_read, to_worker_write = os.pipe()
         from_worker_read, from_worker_write = os.pipe()
         log_path.parent.mkdir(parents=True, exist_ok=True)

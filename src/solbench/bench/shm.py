@@ -56,9 +56,12 @@ class Session:
         (root / OWNER_FILE).write_text(str(os.getpid()))
         return cls(root)
 
-    def new_path(self, label: str) -> str:
+    def new_path(self, label: str, folder: Path | None = None) -> str:
+        """A new blob's path in `folder` (the session folder itself or one of its own; created if missing)."""
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in label)[:40]
-        return str(self.root / f"{safe}-{uuid.uuid4().hex[:12]}.bin")
+        folder = folder or self.root
+        folder.mkdir(parents=True, exist_ok=True)
+        return str(folder / f"{safe}-{uuid.uuid4().hex[:12]}.bin")
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -95,8 +98,9 @@ def blob_digest(tensor: Any) -> str:
     return hashlib.sha256(tensor.reshape(-1).view(torch.uint8).numpy().data).hexdigest()
 
 
-def read_blob(description: Any, session_root: Path | None = None) -> Any:
-    """Map a described blob as a CPU tensor (no copy). Checks the description first."""
+def read_blob(description: Any, folder: Path | None = None) -> Any:
+    """Map a described blob as a CPU tensor (no copy). Checks the description first (its path must lie
+    directly in `folder`, where given)."""
     import torch
 
     if not isinstance(description, dict):
@@ -106,8 +110,8 @@ def read_blob(description: Any, session_root: Path | None = None) -> Any:
         raise BlobError(f"blob dtype {dtype_name!r} is not allowed")
     if not isinstance(shape, list) or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         raise BlobError(f"blob shape {shape!r} is not a list of sizes")
-    if not isinstance(path, str) or (session_root is not None and Path(path).resolve().parent != session_root.resolve()):
-        raise BlobError(f"blob path {path!r} is outside the session folder")
+    if not isinstance(path, str) or (folder is not None and Path(path).resolve().parent != folder.resolve()):
+        raise BlobError(f"blob path {path!r} is outside its writer's folder {folder}")
     dtype = getattr(torch, dtype_name)
     element = torch.empty((), dtype=dtype).element_size()
     count = 1

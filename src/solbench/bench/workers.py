@@ -205,7 +205,7 @@ class WorkerPair:
 
     def _spawn(self, role: str, solution: Solution | None = None) -> WorkerProcess:
         """A worker process; the (untrusted) solution worker runs in the OS sandbox of `sandbox`,
-        writing only in its own build folder of the cache and the session folder (its HOME and caches live there too)."""
+        writing only in its own build folder of the cache and its own folder of the session (output_folder)."""
         self.started_workers += 1
         log = self.session.root / "logs" / f"{role}-{self.started_workers}.log"
         if role != "solution":
@@ -213,26 +213,35 @@ class WorkerPair:
         from solbench.bench.sandbox import plan_sandbox
 
         trusted = solution is not None and self.trusts(solution)  # its worker may be kept for the next trusted solutions' builds
-        writable, extra, compiles = [self.cache_root if trusted else self._build_folder(solution), self.session.root], None, False
+        folder = self.folder_for(solution)
+        writable, extra, compiles = [self.cache_root if trusted else self._build_folder(solution), folder], None, False
         if self.compile_cache is not None and trusted:
             extra, compiles = compile_cache_environment(self.compile_cache), True
             writable.append(self.compile_cache)
-        plan = plan_sandbox(self.sandbox, writable=writable, device=self.device, home=self._home(solution, trusted))
+        plan = plan_sandbox(self.sandbox, writable=writable, device=self.device, home=folder / "home")
         self.environment["sandbox"] = plan.level
         launcher = self._launcher_for(solution)
         process = WorkerProcess(role, self.device, log, env=extra, sandbox=plan, preload_compiler=compiles, launcher=launcher)
+        process.output_folder = folder
         if launcher is not None:
             self.launched.append(process)
         return process
 
-    def _home(self, solution: Solution | None, trusted: bool) -> Path:
-        """The sandbox HOME (TMPDIR, user site-packages, JIT caches) of a solution worker: trusted code shares one;
-        each submitted solution has its own, kept for its later workers only. A shared one let a solution plant a
-        usercustomize.py in the user site that every later solution's interpreter ran at start, or poison the
-        Triton and Inductor caches of the next ones."""
-        if trusted:
-            return self.session.root / "home"
-        return self.session.root / "homes" / self._build_folder(solution).name
+    def folder_for(self, solution: Solution | None) -> Path:
+        """The one folder of the session that the worker of `solution` may write (see output_folder)."""
+        if solution is not None and self.trusts(solution):
+            return self.session.root
+        return self.session.root / "solutions" / self._build_folder(solution).name
+
+    @property
+    def output_folder(self) -> Path:
+        """Where the current solution worker writes its outputs' blobs, and the only folder of the session it
+        may write: a submitted solution's own folder (`solutions/<build key>`: its blobs and its HOME with TMPDIR,
+        user site-packages and JIT caches), kept for its later workers only; trusted code writes the session
+        folder itself. With the whole session writable, a solution could rewrite the reference's blobs and logs,
+        plant a usercustomize.py or poisoned Triton and Inductor caches in the HOME of the next solution or of
+        the trusted workers, or forge the session's owner file."""
+        return (self.worker.output_folder if self.worker is not None else None) or self.session.root
 
     def _build_folder(self, solution: Solution | None) -> Path:
         """The one folder of the build cache that this solution's build may write."""

@@ -140,7 +140,8 @@ def _under_ncu(pair: Any, problem: Problem, solution: Solution, workload: Worklo
     from solbench.bench.processes import Launcher
     from solbench.bench.verdicts import Outcome
 
-    log_file = pair.session.root / f"ncu-{time.monotonic_ns()}.csv"
+    log_file = pair.folder_for(solution) / f"ncu-{time.monotonic_ns()}.csv"  # ncu runs in the solution's sandbox: its folder
+    log_file.parent.mkdir(parents=True, exist_ok=True)
     asked = metrics.metrics_for(torch.cuda.get_device_capability(torch.device(pair.device)))
     deadline = time.monotonic() + options.timeout_s
     fields = {"timer": "events", "launch_gate": False}  # ncu owns the profiling interfaces in that process: no CUPTI timer beside it
