@@ -109,8 +109,10 @@ def candidate_rows(baselines: Path, problems: dict[str, Any]) -> list[dict[str, 
 
 
 def resolved(row: dict[str, Any]) -> bool:
-    """A reading larger than its resolution (else the call is lost in its setup's energy)."""
-    return row["joules"] is not None and row["joules"] > (row.get("resolution_j") or 0.0)
+    """A reading larger than its resolution (else the call is lost in its setup's energy): the score's rule."""
+    from solbench.energy.score import resolved as above_resolution
+
+    return above_resolution(row["joules"], row.get("resolution_j") or 0.0)
 
 
 def below_beyond_resolution(row: dict[str, Any]) -> bool:

@@ -120,6 +120,31 @@ def test_measured_energy_is_scored_summarised_and_reported(tmp_path: Path):
     assert "distance to SOL in energy" in html
 
 
+def test_readings_within_their_resolution_set_no_baseline_and_get_no_score():
+    """A candidate's reading not above its resolution is kept on the candidate and never becomes E_b (the H100's
+    embedding reference read -0.0016 J, resolution 0.086 J); a solution's such reading gets no energy score and
+    the flag energy-unresolved, where it had scored 1 below E_SOL "within the margin"."""
+    problem = load_problems([VECTOR_SCALE])[0]
+    store = BaselineFile(hardware="H200", device="cuda:0")
+    noisy = measured_trace("w1", "vector_scale-reference", -0.0016, 0.010, 0.02, 0.01)
+    noisy.evaluation.performance.energy.resolution_j = 0.086
+    compiled = measured_trace("w1", "compiled", 0.120, 0.010, 0.03, 0.01)
+    results = [candidate_result("eager", noisy), candidate_result("compile-default", compiled)]
+    assert results[0].energy_j is None and results[0].energy_unresolved == -0.0016
+    entry = make_entry(problem, "w1", results, 0.01)
+    assert entry.baseline_energy_j == 0.120 and entry.energy_candidate == "compile-default"
+    store.put(entry)
+    short = measured_trace("w1", "short", 0.006, 0.010, 0.015, 0.01)
+    short.evaluation.performance.energy.resolution_j = 0.039
+    long = measured_trace("w1", "long", 0.065, 0.010, 0.015, 0.01)
+    summary = build_summary([short, long], {"vector_scale": problem}, store, None, "cuda:0", lambda t: t.solution, created="2026-12-07T00:00:00")
+    rows = {r.solution: r for r in summary.workloads}
+    assert rows["short"].energy_score is None and "energy-unresolved" in rows["short"].flags and rows["short"].energy_j == 0.006
+    assert short.evaluation.performance.energy.score is None
+    assert rows["long"].energy_score == pytest.approx(1 / (1 + (0.065 - 0.010) / (0.120 - 0.010)))
+    assert "energy-unresolved" not in rows["long"].flags
+
+
 def test_summary_notes_tell_missing_energy_from_notes_on_the_bound():
     from solbench.energy.notes import summary_notes
     from solbench.sol.hardware import get_hardware

@@ -53,6 +53,7 @@ class CandidateResult(SpecModel):
     detail: str = ""  # the first log line when not correct
     energy_j: float | None = None  # joules per call (--energy), counted only when correct
     energy_asked: bool = False  # evaluated with --energy (whether or not the counter could be read)
+    energy_unresolved: float | None = None  # a correct reading not above its resolution (kept here, never E_b)
 
 
 class BaselineEntry(SpecModel):
@@ -68,7 +69,7 @@ class BaselineEntry(SpecModel):
     verdict: str = NO_BASELINE
     created: str = ""
     candidates: list[CandidateResult] = Field(default_factory=list)
-    baseline_energy_j: float | None = None  # E_b: the least joules per call of the correct candidates (--energy)
+    baseline_energy_j: float | None = None  # E_b: the least joules per call of the correct candidates (--energy), readings above their resolution
     energy_candidate: str | None = None  # which candidate set E_b
     energy_asked: bool = False  # the candidates were evaluated with --energy
 
@@ -189,10 +190,14 @@ def candidate_result(name: str, trace: Trace) -> CandidateResult:
     faster = evaluation.status == Status.REWARD_HACK and FASTER_THAN_SOL in (evaluation.log or "")
     counted = latency if evaluation.status == Status.PASSED or faster else None
     detail = "" if counted is not None and not faster else next((line for line in (evaluation.log or "").splitlines() if line.strip()), "")[:200]
+    from solbench.energy.score import resolved
+
     energy = performance.energy if performance is not None else None
+    joules = energy.joules if energy is not None and evaluation.status == Status.PASSED else None
+    known = resolved(joules, energy.resolution_j if energy is not None else None)
     return CandidateResult(name=name, solution=trace.solution or "", status=evaluation.status.value, latency_ms=counted,
                            trace_id=trace_id(trace), detail=detail, energy_asked=energy is not None,
-                           energy_j=energy.joules if energy is not None and evaluation.status == Status.PASSED else None)
+                           energy_j=joules if known else None, energy_unresolved=joules if joules is not None and not known else None)
 
 
 def make_entry(problem: Problem, workload: str, results: list[CandidateResult], sol_ms: float | None, *, roofline_ms: float | None = None,
