@@ -15,7 +15,8 @@
 #   scale    issue 28: benchmarks/run_at_scale.py solbench:models --workloads smallest:1, default compile modes, cold then
 #            --again over the same baselines (SCALE_LIMIT s for the first run, default 380, and AGAIN_LIMIT s, default 160, for the
 #            second, 0 for none; the run folders' logs and the first run's compile-ahead.jsonl are kept; SCALE_WORK=/tmp/...
-#            keeps the baselines folder for a next call on the same warm machine)
+#            keeps the baselines folder for a next call on the same warm machine; SCALE_ARGS: more options for solbench run,
+#            e.g. "--compile-ahead 16")
 #   defences the worker's pinned objects (CUPTI timer, launch gate, L2 flusher, channel) and hook checks of 2026-12-07 on a
 #            GPU: pytest -m gpu of tests/bench/test_gpu_eval.py, test_gpu_timing.py and the exploit corpus (legit samples
 #            must PASS, exploits be caught; 360 s: 180 s for the corpus on an H200 on 2026-12-01)
@@ -70,7 +71,7 @@ for group in "${steps[@]}"; do
       again=(--again --again-limit "${AGAIN_LIMIT:-160}")
       [ "${AGAIN_LIMIT:-160}" = 0 ] && again=()  # AGAIN_LIMIT=0: the cold run alone (a whole call for it)
       step scale $(( ${SCALE_LIMIT:-380} + ${AGAIN_LIMIT:-160} + 30 )) python3 benchmarks/run_at_scale.py solbench:models --workloads smallest:1 \
-        --limit "${SCALE_LIMIT:-380}" ${again[@]+"${again[@]}"} --work "$work" --out "$OUT/scale.json"
+        --limit "${SCALE_LIMIT:-380}" ${again[@]+"${again[@]}"} --work "$work" --out "$OUT/scale.json" ${SCALE_ARGS:-}
       cp "$work/first/compile-ahead.jsonl" "$OUT/scale-compile-ahead.jsonl" 2>/dev/null
       [ "$work" = "$OUT/scale-work" ] && rm -rf "$work/baselines"  # the compile cache: too big to pack
       tail -n 40 "$OUT/scale.log" >> "$OUT/summary.txt" ;;

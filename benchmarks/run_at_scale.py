@@ -3,7 +3,8 @@
 Runs `solbench run PATHS --workloads W --baselines B --run-dir R` as a subprocess, reads R/summary.json
 every second while it runs (it is rewritten as each problem finishes) and reports: when the first
 problem was scored, how many problems were scored by when, the wall time, seconds per workload, the
-summary's seconds per phase, and per baseline candidate how many problems it PASSED on. With --again
+summary's seconds per phase, per baseline candidate how many problems it PASSED on, and the host's CPU
+busy share and the GPU's utilisation (NVML) sampled each second. With --again
 the same run is made a second time over the same baselines folder (nothing to build: no compile) and
 the two walls are compared.
 
@@ -31,6 +32,43 @@ def read_summary(run_dir: Path) -> dict | None:
         return None
 
 
+def cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all the host's cores from /proc/stat (None where there is none)."""
+    try:
+        fields = [int(value) for value in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def gpu_reader():
+    """A function giving the GPU's utilisation in percent (NVML, device 0), or None where NVML is not there."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        return lambda: pynvml.nvmlDeviceGetUtilizationRates(handle).gpu
+    except Exception:  # no package, no driver, no device: the run is measured without it
+        return None
+
+
+def utilisation(samples: list[tuple[float, float | None, float | None]], bucket_s: float = 30.0) -> dict:
+    """The host's CPU busy share and the GPU's utilisation over the run: medians, and means per bucket_s
+    seconds (is the cold run bound by the cores, by the GPU, or by neither?)."""
+    def median(values: list[float]) -> float | None:
+        return round(statistics.median(values), 1) if values else None
+    buckets: dict[int, list[tuple[float | None, float | None]]] = {}
+    for seconds, cpu, gpu in samples:
+        buckets.setdefault(int(seconds // bucket_s), []).append((cpu, gpu))
+    def mean(values: list[float | None]) -> float | None:
+        present = [value for value in values if value is not None]
+        return round(sum(present) / len(present), 1) if present else None
+    return {"cpu_busy_pct_median": median([cpu for _, cpu, _ in samples if cpu is not None]),
+            "gpu_util_pct_median": median([gpu for _, _, gpu in samples if gpu is not None]),
+            f"per_{int(bucket_s)}s": [[int(index * bucket_s), mean([c for c, _ in rows]), mean([g for _, g in rows])] for index, rows in sorted(buckets.items())]}
+
+
 def one_run(paths: list[str], workloads: str, baselines: Path, run_dir: Path, limit_s: float, extra: list[str]) -> dict:
     command = [sys.executable, "-m", "solbench.cli", "run", *paths, "--workloads", workloads, "--baselines", str(baselines), "--run-dir", str(run_dir),
                *extra]
@@ -38,11 +76,16 @@ def one_run(paths: list[str], workloads: str, baselines: Path, run_dir: Path, li
     log = (run_dir.parent / f"{run_dir.name}.stderr").open("w")
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True)
     first_scored, timeline, last = None, [], -1
+    read_gpu, cpu_before, samples = gpu_reader(), cpu_times(), []
     while process.poll() is None:
         if time.monotonic() - started > limit_s:
             stop(process)
             break
         time.sleep(1.0)
+        cpu_now = cpu_times()
+        cpu_busy = (100.0 * (cpu_now[0] - cpu_before[0]) / max(1, cpu_now[1] - cpu_before[1])) if cpu_now and cpu_before else None
+        cpu_before = cpu_now
+        samples.append((time.monotonic() - started, cpu_busy, read_gpu() if read_gpu else None))
         summary = read_summary(run_dir)
         finished = (summary or {}).get("progress", {}).get("finished", 0)
         if finished and first_scored is None:
@@ -66,6 +109,7 @@ def one_run(paths: list[str], workloads: str, baselines: Path, run_dir: Path, li
         "candidate_failed_problems": dict(failed_by_candidate),
         "candidate_passed_share": {name: round(1 - count / len(problems), 3) for name, count in failed_by_candidate.items()} if problems else {},
         "baseline_failures": failures[:60], "notes": summary.get("notes", [])[:20], "compiles_ahead": compiles_ahead(run_dir / "compile-ahead.jsonl"),
+        "utilisation": utilisation(samples),
         "stdout_tail": out[-3000:],
     }
 
