@@ -17,6 +17,9 @@
 #            second, 0 for none; the run folders' logs and the first run's compile-ahead.jsonl are kept; SCALE_WORK=/tmp/...
 #            keeps the baselines folder for a next call on the same warm machine; SCALE_ARGS: more options for solbench run,
 #            e.g. "--compile-ahead 16")
+#   scale-ahead issue 28: cold runs of solbench:models side by side with 8, 12 and 16 compile processes (AHEAD_COUNTS), AHEAD_LIMIT s
+#            each (default 170: the three fill a 10-minute call); on an H100 host (2026-12-07) 8 processes kept the cores 69% busy
+#            and the GPU 6%: the problems scored and compiles done by the cut say whether more processes pay
 #   defences the worker's pinned objects (CUPTI timer, launch gate, L2 flusher, channel) and hook checks of 2026-12-07 on a
 #            GPU: pytest -m gpu of tests/bench/test_gpu_eval.py, test_gpu_timing.py and the exploit corpus (legit samples
 #            must PASS, exploits be caught; 360 s: 180 s for the corpus on an H200 on 2026-12-01)
@@ -75,6 +78,14 @@ for group in "${steps[@]}"; do
       cp "$work/first/compile-ahead.jsonl" "$OUT/scale-compile-ahead.jsonl" 2>/dev/null
       [ "$work" = "$OUT/scale-work" ] && rm -rf "$work/baselines"  # the compile cache: too big to pack
       tail -n 40 "$OUT/scale.log" >> "$OUT/summary.txt" ;;
+    scale-ahead)  # cold runs side by side, one per number of compile processes (AHEAD_COUNTS, default "8 12 16"), AHEAD_LIMIT s each
+      for count in ${AHEAD_COUNTS:-8 12 16}; do
+        step "scale-ahead-$count" $(( ${AHEAD_LIMIT:-170} + 40 )) python3 benchmarks/run_at_scale.py solbench:models --workloads smallest:1 \
+          --limit "${AHEAD_LIMIT:-170}" --work "$OUT/ahead-$count" --out "$OUT/scale-ahead-$count.json" --compile-ahead "$count"
+        cp "$OUT/ahead-$count/first/compile-ahead.jsonl" "$OUT/scale-ahead-$count-compile-ahead.jsonl" 2>/dev/null
+        rm -rf "$OUT/ahead-$count/baselines"
+        grep -E '"problems_scored"|"finished"|cpu_busy|gpu_util' "$OUT/scale-ahead-$count.log" | sed "s/^/ahead $count: /" >> "$OUT/summary.txt"
+      done ;;
     serve)
       mkdir -p "$OUT/serve"
       step serve "${SERVE_LIMIT:-540}" python3 benchmarks/serve_at_scale.py --executor pool --device cuda --workloads smallest:1 \
@@ -89,7 +100,7 @@ for group in "${steps[@]}"; do
         mkdir -p "$OUT/tolerance/$name" && cp "$models/$name/workload.jsonl" "$OUT/tolerance/$name/"
       done
       tail -n 40 "$OUT/tolerance.log" >> "$OUT/summary.txt" ;;
-    *) echo "unknown group: $group (energy, energy-all, energy-tight, compiled, gpu-tests, defences, scale, profile, serve, tolerance)" >&2; exit 2 ;;
+    *) echo "unknown group: $group (energy, energy-all, energy-tight, compiled, gpu-tests, defences, scale, scale-ahead, profile, serve, tolerance)" >&2; exit 2 ;;
   esac
   cp "$OUT/summary.txt" "$FINAL/summary.txt"
   tar -C "$OUT" -czf "$FINAL/logs.tgz" .
