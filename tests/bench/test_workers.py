@@ -9,11 +9,10 @@ import pytest
 
 from solbench.bench.orchestrator import EvalOptions, evaluate, reference_solution
 from solbench.bench.phases import PHASES
+from solbench.bench.sandbox import bwrap_works
 from solbench.bench.workers import WorkerPair
 from solbench.data.inline import inline_problem
 from solbench.data.trace import Status
-
-from solbench.bench.sandbox import bwrap_works
 
 BWRAP_WORKS, BWRAP_WHY = bwrap_works()
 needs_bwrap = pytest.mark.skipif(not BWRAP_WORKS, reason=f"needs a working bubblewrap: {BWRAP_WHY}")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from solbench.bench.ipc import import_cuda
-from pathlib import Path
-
 from solbench.bench.shm import BlobError, blob_digest, read_blob
 
 
