@@ -11,6 +11,7 @@ to one solution and runs no code of any solution until it is attached to its own
 
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Sequence, TypeVar
@@ -129,6 +130,7 @@ class WorkerPair:
         self.solution = solution
         if self.worker is not None:
             self.stop_solution_worker()
+        self._prune_solution_folders(solution)
         kept, self._kept_trusted = self._kept_trusted, None
         if kept is not None and not (self.trusts(solution) and kept.alive and self._launcher_for(solution) is None):
             kept.kill()
@@ -226,6 +228,15 @@ class WorkerPair:
         if launcher is not None:
             self.launched.append(process)
         return process
+
+    def _prune_solution_folders(self, solution: Solution) -> None:
+        """Remove the session folders of submitted solutions whose evaluation is over (all but `solution`'s and
+        those of the workers started ahead): a pair lives as long as a run's lane or a `serve` worker, and each
+        folder holds a HOME with JIT caches, in /dev/shm (memory) where it exists."""
+        keep = {self.folder_for(solution), *(self.folder_for(planned) for planned, _ in self.spares)}
+        for folder in (self.session.root / "solutions").glob("*"):
+            if folder not in keep:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def folder_for(self, solution: Solution | None) -> Path:
         """The one folder of the session that the worker of `solution` may write (see output_folder)."""
