@@ -233,7 +233,7 @@ class WorkerPair:
         """Remove the session folders of submitted solutions whose evaluation is over (all but `solution`'s and
         those of the workers started ahead): a pair lives as long as a run's lane or a `serve` worker, and each
         folder holds a HOME with JIT caches, in /dev/shm (memory) where it exists."""
-        keep = {self.folder_for(solution), *(self.folder_for(planned) for planned, _ in self.spares)}
+        keep = {self.folder_for(solution), *(started.output_folder for _, started in self.spares)}
         for folder in (self.session.root / "solutions").glob("*"):
             if folder not in keep:
                 shutil.rmtree(folder, ignore_errors=True)
