@@ -112,7 +112,7 @@ def resolved(row: dict[str, Any]) -> bool:
     """A reading larger than its resolution (else the call is lost in its setup's energy): the score's rule."""
     from solbench.energy.score import resolved as above_resolution
 
-    return above_resolution(row["joules"], row.get("resolution_j") or 0.0)
+    return above_resolution(row["joules"], row.get("resolution_j"))
 
 
 def below_beyond_resolution(row: dict[str, Any]) -> bool:

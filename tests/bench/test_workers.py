@@ -5,17 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from solbench.bench.orchestrator import EvalOptions, evaluate, reference_solution
 from solbench.bench.phases import PHASES
-from solbench.bench.sandbox import bwrap_works
 from solbench.bench.workers import WorkerPair
 from solbench.data.inline import inline_problem
 from solbench.data.trace import Status
-
-BWRAP_WORKS, BWRAP_WHY = bwrap_works()
-needs_bwrap = pytest.mark.skipif(not BWRAP_WORKS, reason=f"needs a working bubblewrap: {BWRAP_WHY}")
+from test_sandbox import needs_bwrap  # same folder: pytest puts it on sys.path
 
 
 def test_the_reference_worker_is_kept_across_problems_and_solution_workers_are_not(tmp_path: Path):

@@ -48,3 +48,4 @@ def test_a_reading_within_its_resolution_gets_no_score():
     assert far_below.score == 0.0 and far_below.flags == [BELOW_ENERGY_SOL]
     assert energy_score(True, None, 1.0, 3.0, resolution_j=0.1).flags == []  # no reading: nothing to flag
     assert resolved(0.05, 0.04) and not resolved(0.04, 0.04) and not resolved(-0.0016, 0.086) and resolved(0.01, None) and not resolved(None, 0.1)
+    assert not resolved(-0.001, None) and not resolved(0.0, None)  # a reading of no energy or less says nothing, resolution known or not

@@ -42,9 +42,9 @@ def energy_score(correct: bool, joules: float | None, sol_j: float | None, basel
 
 
 def resolved(joules: float | None, resolution_j: float | None) -> bool:
-    """Whether a reading says something of the call: above its resolution (True where no resolution is known;
-    False with no reading)."""
-    return joules is not None and (resolution_j is None or joules > resolution_j)
+    """Whether a reading says something of the call: above its resolution, or above zero where no resolution
+    is known (False with no reading)."""
+    return joules is not None and joules > (resolution_j or 0.0)
 
 
 def below_energy_sol(joules: float | None, sol_j: float | None, resolution_j: float | None = None) -> bool:

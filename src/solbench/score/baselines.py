@@ -182,6 +182,7 @@ def candidate_solutions(problem: Problem, device: str, registered: Iterable[Solu
 def candidate_result(name: str, trace: Trace) -> CandidateResult:
     """A candidate's outcome on one workload; a time counts when correct, or when faster than T_SOL
     (REWARD_HACK for a solution, but for trusted code the bound's fault: kept, for the audit)."""
+    from solbench.energy.score import resolved
     from solbench.score.formula import FASTER_THAN_SOL
 
     evaluation = trace.evaluation
@@ -190,8 +191,6 @@ def candidate_result(name: str, trace: Trace) -> CandidateResult:
     faster = evaluation.status == Status.REWARD_HACK and FASTER_THAN_SOL in (evaluation.log or "")
     counted = latency if evaluation.status == Status.PASSED or faster else None
     detail = "" if counted is not None and not faster else next((line for line in (evaluation.log or "").splitlines() if line.strip()), "")[:200]
-    from solbench.energy.score import resolved
-
     energy = performance.energy if performance is not None else None
     joules = energy.joules if energy is not None and evaluation.status == Status.PASSED else None
     known = resolved(joules, energy.resolution_j if energy is not None else None)
