@@ -17,9 +17,10 @@
 #            second, 0 for none; the run folders' logs and the first run's compile-ahead.jsonl are kept; SCALE_WORK=/tmp/...
 #            keeps the baselines folder for a next call on the same warm machine; SCALE_ARGS: more options for solbench run,
 #            e.g. "--compile-ahead 16")
-#   scale-ahead issue 28: cold runs of solbench:models side by side with 8, 12 and 16 compile processes (AHEAD_COUNTS), AHEAD_LIMIT s
-#            each (default 170: the three fill a 10-minute call); on an H100 host (2026-12-07) 8 processes kept the cores 69% busy
-#            and the GPU 6%: the problems scored and compiles done by the cut say whether more processes pay
+#   scale-ahead issue 28: cold runs of solbench:models side by side, one per entry of AHEAD_RUNS (default "8:group 8 12 16":
+#            COUNT compile processes, held during timed requests; COUNT:group, their whole process groups stopped as before
+#            2026-12-08), AHEAD_LIMIT s each (default 120: the four fill a 10-minute call); on an H100 host (2026-12-07) 8
+#            processes kept the cores 69% busy and the GPU 6%: the problems scored and compiles done by the cut say what pays
 #   defences the worker's pinned objects (CUPTI timer, launch gate, L2 flusher, channel) and hook checks of 2026-12-07 on a
 #            GPU: pytest -m gpu of tests/bench/test_gpu_eval.py, test_gpu_timing.py and the exploit corpus (legit samples
 #            must PASS, exploits be caught; 360 s: 180 s for the corpus on an H200 on 2026-12-01)
@@ -78,13 +79,14 @@ for group in "${steps[@]}"; do
       cp "$work/first/compile-ahead.jsonl" "$OUT/scale-compile-ahead.jsonl" 2>/dev/null
       [ "$work" = "$OUT/scale-work" ] && rm -rf "$work/baselines"  # the compile cache: too big to pack
       tail -n 40 "$OUT/scale.log" >> "$OUT/summary.txt" ;;
-    scale-ahead)  # cold runs side by side, one per number of compile processes (AHEAD_COUNTS, default "8 12 16"), AHEAD_LIMIT s each
-      for count in ${AHEAD_COUNTS:-8 12 16}; do
-        step "scale-ahead-$count" $(( ${AHEAD_LIMIT:-170} + 40 )) python3 benchmarks/run_at_scale.py solbench:models --workloads smallest:1 \
-          --limit "${AHEAD_LIMIT:-170}" --work "$OUT/ahead-$count" --out "$OUT/scale-ahead-$count.json" --compile-ahead "$count"
-        cp "$OUT/ahead-$count/first/compile-ahead.jsonl" "$OUT/scale-ahead-$count-compile-ahead.jsonl" 2>/dev/null
-        rm -rf "$OUT/ahead-$count/baselines"
-        grep -E '"problems_scored"|"finished"|cpu_busy|gpu_util' "$OUT/scale-ahead-$count.log" | sed "s/^/ahead $count: /" >> "$OUT/summary.txt"
+    scale-ahead)  # cold runs side by side, one per entry of AHEAD_RUNS (COUNT or COUNT:group), AHEAD_LIMIT s each
+      for entry in ${AHEAD_RUNS:-8:group 8 12 16}; do
+        count=${entry%%:*}; scope=process; [ "$entry" != "$count" ] && scope=${entry#*:}; name="$count-$scope"
+        step "scale-ahead-$name" $(( ${AHEAD_LIMIT:-120} + 40 )) env SOLBENCH_COMPILE_PAUSE="$scope" python3 benchmarks/run_at_scale.py solbench:models \
+          --workloads smallest:1 --limit "${AHEAD_LIMIT:-120}" --work "$OUT/ahead-$name" --out "$OUT/scale-ahead-$name.json" --compile-ahead "$count"
+        cp "$OUT/ahead-$name/first/compile-ahead.jsonl" "$OUT/scale-ahead-$name-compile-ahead.jsonl" 2>/dev/null
+        rm -rf "$OUT/ahead-$name/baselines"
+        grep -E '"problems_scored"|"finished"|cpu_busy|gpu_util' "$OUT/scale-ahead-$name.log" | sed "s/^/ahead $name: /" >> "$OUT/summary.txt"
       done ;;
     serve)
       mkdir -p "$OUT/serve"

@@ -1,6 +1,6 @@
 """Compiles ahead, for real on the CPU: a reference compiled by inductor in a compile process fills
 the shared compile cache, and a fresh process that compiles the same reference then loads its graph
-from there (inductor's own counter of cache hits says so); timed sections stop the compile processes."""
+from there (inductor's own counter of cache hits says so); timed sections hold the compile processes."""
 
 from __future__ import annotations
 
@@ -149,19 +149,88 @@ def test_what_a_reference_writes_to_the_compile_process_stdout_is_passed_over(tm
     assert outcome.compiled == 2 and outcome.failed == []
 
 
-def test_a_timed_section_stops_the_compile_processes_until_it_ends(tmp_path: Path):
+SPAWNER = """import os, subprocess, sys
+_ticker = subprocess.Popen([sys.executable, "-c", "import sys, time\\nwhile True:\\n    open(sys.argv[1], 'a').write('x')\\n    time.sleep(0.02)",
+                            os.environ["SOLBENCH_TEST_TICKS"]])  # a child of the compile process, as inductor's compile workers are
+""" + LIGHT
+
+
+def state_soon(pid: int, wanted: str) -> str:
+    """The process's state once it is `wanted`, or whatever it is after 5 s (a signal takes effect when the process is next scheduled)."""
+    deadline = time.monotonic() + 5
+    while process_state(pid) != wanted and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return process_state(pid)
+
+
+def ticks(path: Path) -> int:
+    return len(path.read_text()) if path.exists() else 0
+
+
+@pytest.mark.parametrize("scope", ["process", "group"])
+def test_a_timed_section_holds_the_compile_process_and_its_children_go_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scope: str):
+    """While a timed section runs, a ready compile process holds (it says so in its held file, with the
+    pause's number) without being stopped, launches nothing (a compile queued meanwhile waits for the
+    section's end), and its children (inductor's compile workers) go on. With SOLBENCH_COMPILE_PAUSE=group
+    (the behaviour before 2026-12-08) the whole process group is stopped instead."""
+    from solbench.exec.precompile import PAUSE_SCOPE_ENV
+
+    monkeypatch.setenv("SOLBENCH_TEST_TICKS", str(tmp_path / "ticks"))
+    monkeypatch.setenv(PAUSE_SCOPE_ENV, scope)
     ahead = Precompiler(tmp_path / "cache", "cpu", 1)
-    problem = tiny_problem()
-    ahead.submit(problem, problem.workloads, "default")
-    pid = the_one(ahead.running)
     try:
+        spawner, light = tiny_problem("ahead_spawner", SPAWNER), tiny_problem("ahead_light", LIGHT)
+        assert ahead.submit(spawner, spawner.workloads, "default").result(timeout=600)[1] is None
+        pid = the_one(ahead.running)
+        assert os.getpriority(os.PRIO_PROCESS, pid) >= 10  # below the evaluation's CPU priority
         with timed_section():
-            time.sleep(0.2)
-            assert process_state(pid) == "T"  # stopped while the GPU is timed
-        time.sleep(0.2)
-        assert process_state(pid) != "T"
+            queued = ahead.submit(light, light.workloads, "default")
+            time.sleep(0.3)
+            before = ticks(tmp_path / "ticks")
+            time.sleep(1.0)
+            during = ticks(tmp_path / "ticks") - before
+            assert not queued.done()  # launches nothing while timing
+            if scope == "process":
+                assert process_state(pid) != "T" and (ahead.control / f"held-{pid}").read_text() == str(ahead.pauses)
+                assert during >= 10  # the child went on (a tick each 20 ms)
+            else:
+                assert state_soon(pid, "T") == "T" and during <= 1
+        assert queued.result(timeout=600)[1] is None
+        assert state_soon(pid, "S") != "T" and ticks(tmp_path / "ticks") > before + during
     finally:
-        ahead.close()
+        outcome = ahead.close()
+    assert outcome.pauses == 1 and outcome.stopped == 0 and not ahead.control.exists()
+
+
+def test_a_compile_process_that_is_starting_or_late_to_hold_is_stopped_and_continued(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A process still starting when a timed section begins (it cannot take the hold signal yet) is
+    stopped with SIGSTOP; so is one inside one long C call (a reference importing with sum(range(...)))
+    once HOLD_TIMEOUT_S has passed. Both are continued when the section ends, and their compiles finish."""
+    from solbench.exec.precompile import HOLD_TIMEOUT_S
+
+    ahead = Precompiler(tmp_path / "cache", "cpu", 1)
+    try:
+        light = tiny_problem("ahead_light", LIGHT)
+        first = ahead.submit(light, light.workloads, "default")
+        pid = the_one(ahead.running)
+        with timed_section():
+            assert state_soon(pid, "T") == "T" and ahead.outcome.stopped == 1  # starting: stopped at once
+        assert first.result(timeout=600)[1] is None
+        mark = tmp_path / "summing"
+        busy = tiny_problem("ahead_busy", f"open({str(mark)!r}, 'w').close()\nsum(range(400_000_000))\n" + LIGHT)
+        second = ahead.submit(busy, busy.workloads, "default")
+        deadline = time.monotonic() + 120
+        while not mark.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = time.monotonic()
+        with timed_section():
+            waited = time.monotonic() - started
+            assert state_soon(pid, "T") == "T" and ahead.outcome.stopped == 2 and waited >= HOLD_TIMEOUT_S
+        assert state_soon(pid, "S") != "T"
+        assert second.result(timeout=600)[1] is None
+    finally:
+        outcome = ahead.close()
+    assert outcome.pauses == 2 and outcome.compiled == 2
 
 
 def test_compiling_ahead_is_off_on_a_cpu_and_half_the_cores_on_a_gpu():

@@ -4,14 +4,23 @@ FX graph and autotune caches, Triton's kernels). When the evaluator reaches a co
 worker finds the graphs compiled and loads them instead of compiling.
 
 Only trusted code runs here (the problems' references). The processes share the GPU with the
-evaluation's correctness checks, never with timing: they are stopped (SIGSTOP) while a timed request
-is in flight (solbench.bench.exclusive) and continued after it. Nor with a workload evaluated again
-after running out of memory: the compiles in flight are ended (their processes hold device memory:
-inputs, autotuning buffers; an H100's 80 GB ran out beside 8 of them, 2026-12-07), queued again at
-their end of the queue, and no compile starts until that evaluation is over. A compile that runs out of
-device memory itself is queued again at the other end of the queue, in a fresh process, up to
-OUT_OF_MEMORY_TRIES in all (on an H100, 2026-12-07, 8 of 188 compiles ran out beside the others; their
-candidates were then compiled by their own workers, in the run's path).
+evaluation's correctness checks, never with timing. While a timed request is in flight
+(solbench.bench.exclusive) each compile process is held: told by a signal, it waits for its own device
+work to finish (torch.cuda.synchronize), says so in a file, and launches nothing until the timed request
+has ended. Only the process that drives the device is held: inductor's compile workers (its child
+processes, which build Triton and C++ kernels and never touch the device) go on compiling, where until
+2026-12-08 the whole process group was stopped (SIGSTOP) and the cores idled through every timed
+request (19% of a cold run's wall on an H100 host). A process that cannot take the signal in time
+(starting, or inside one long C call) is stopped with SIGSTOP instead. The compile processes run at a
+lower CPU priority (NICENESS) than the evaluation.
+
+Nor do they share the device with a workload evaluated again after running out of memory: the compiles
+in flight are ended (their processes hold device memory: inputs, autotuning buffers; an H100's 80 GB ran
+out beside 8 of them, 2026-12-07), queued again at their end of the queue, and no compile starts until
+that evaluation is over. A compile that runs out of device memory itself is queued again at the other
+end of the queue, in a fresh process, up to OUT_OF_MEMORY_TRIES in all (on an H100, 2026-12-07, 8 of 188
+compiles ran out beside the others; their candidates were then compiled by their own workers, in the
+run's path).
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -38,6 +48,11 @@ RESULT_KEY = "solbench-compile-result"  # marks a compile process's result line 
 ENDED = "the compile process ended"  # the start of the error of a compile whose process died
 COMPILES_PER_PROCESS = 24  # then a fresh process: what one reference leaves behind (memory, state) never piles up
 OUT_OF_MEMORY_TRIES = 3  # a compile that ran out of device memory (beside the others and the evaluation) is tried this often in all
+HOLD_SIGNAL = signal.SIGUSR1  # asks a compile process to hold (see _hold_while_paused)
+PAUSE_FILE_ENV = "SOLBENCH_COMPILE_PAUSE_FILE"  # the file that exists, holding the pause's number, while a timed request is in flight
+PAUSE_SCOPE_ENV = "SOLBENCH_COMPILE_PAUSE"  # "group": stop whole process groups instead, as before 2026-12-08 (for measuring side by side)
+HOLD_TIMEOUT_S = 1.0  # a process that has not said it holds by then (inside one long C call) is stopped with SIGSTOP
+NICENESS = 10  # the compile processes' (and their compile workers') CPU priority below the evaluation's
 
 
 def default_processes(device: str) -> int:
@@ -61,6 +76,9 @@ class AheadOutcome:
     compiled: int = 0
     failed: list[str] = field(default_factory=list)  # "problem compile-MODE: first line of the error"
     seconds: float = 0.0  # summed over the processes
+    pauses: int = 0  # timed requests the compile processes were paused for
+    pause_wait_s: float = 0.0  # the timed requests' wait for the compile processes to hold (their device work to drain)
+    stopped: int = 0  # processes stopped with SIGSTOP instead of held (starting, or late to hold)
 
 
 @dataclass
@@ -92,6 +110,12 @@ class Precompiler:
         threads = os.environ.get("TORCHINDUCTOR_COMPILE_THREADS") or str(compile_threads(processes))  # not part of inductor's cache keys
         self.environment = {**os.environ, **compile_cache_environment(cache), "TORCHINDUCTOR_COMPILE_THREADS": threads}
         self.device, self.seed, self.input_profile, self.processes, self.log = device, seed, input_profile, processes, log
+        self.control = Path(tempfile.mkdtemp(prefix="solbench-compile-ahead-"))  # the pause file, and the processes' ready and held files
+        self.pause_file = self.control / "paused"
+        self.environment[PAUSE_FILE_ENV] = str(self.pause_file)
+        self.whole_groups = os.environ.get(PAUSE_SCOPE_ENV) == "group"
+        self.pauses = 0  # the number of the current or last pause (written in the pause file)
+        self.stopped: set[int] = set()  # processes stopped with SIGSTOP in the current pause
         self.running: dict[int, subprocess.Popen] = {}
         self.lock = threading.RLock()
         self.wakeup = threading.Condition(self.lock)
@@ -155,8 +179,8 @@ class Precompiler:
                                                stderr=subprocess.DEVNULL, text=True, env=self.environment, start_new_session=True)
                     compiles = 0
                     self.running[process.pid] = process
-                    if self.paused:
-                        _signal_group(process.pid, signal.SIGSTOP)
+                    if self.paused:  # starting: nothing on the device yet, and it cannot take the hold signal
+                        self._stop(process.pid)
                 compiles += 1
                 queued.tries += 1
                 self.in_flight.add(process.pid)
@@ -221,6 +245,9 @@ class Precompiler:
         """End a compile process and its group (under the lock): continued first, then killed; one
         already reaped is left alone (its pid, and so its group's id, may be another's by now)."""
         self.running.pop(process.pid, None)
+        self.stopped.discard(process.pid)
+        for said in ("ready", "held"):  # a later process given the same pid must not be taken as ready
+            (self.control / f"{said}-{process.pid}").unlink(missing_ok=True)
         if process.returncode is not None:
             return
         _signal_group(process.pid, signal.SIGCONT)
@@ -241,10 +268,61 @@ class Precompiler:
             self.wakeup.notify_all()
 
     def _pause(self, paused: bool) -> None:
+        """A timed request starts (True) or ended (False). At its start every compile process that is
+        ready is asked to hold (HOLD_SIGNAL), and the start waits, HOLD_TIMEOUT_S at most, until each says
+        it holds with its device work drained; the others are stopped (SIGSTOP of the process alone: its
+        compile workers go on). At the end the pause file goes (the held ones go on) and the stopped ones
+        are continued."""
+        if not paused:
+            with self.lock:
+                self.paused = False
+                self.pause_file.unlink(missing_ok=True)
+                for pid in list(self.running) if self.whole_groups else ():
+                    _signal_group(pid, signal.SIGCONT)
+                for pid in self.stopped:
+                    _signal(pid, signal.SIGCONT)
+                self.stopped.clear()
+            return
+        started = time.monotonic()
         with self.lock:
-            self.paused = paused
+            self.paused = True
+            self.pauses += 1
+            number = str(self.pauses)
+            _write_atomically(self.pause_file, number)
+            asked = []
             for pid in list(self.running):
-                _signal_group(pid, signal.SIGSTOP if paused else signal.SIGCONT)
+                if self.whole_groups:
+                    _signal_group(pid, signal.SIGSTOP)
+                elif (self.control / f"ready-{pid}").exists() and _signal(pid, HOLD_SIGNAL):
+                    asked.append(pid)
+                else:
+                    self._stop(pid)
+        late = self._wait_until_held(asked, number)
+        with self.lock:
+            if self.paused and str(self.pauses) == number:
+                for pid in late:
+                    if pid in self.running:
+                        self._stop(pid)
+            self.outcome.pauses += 1
+            self.outcome.pause_wait_s += time.monotonic() - started
+
+    def _wait_until_held(self, pids: list[int], number: str) -> list[int]:
+        """The processes of `pids` that have not said they hold in pause `number` within HOLD_TIMEOUT_S
+        (those that died meanwhile are left out)."""
+        deadline = time.monotonic() + HOLD_TIMEOUT_S
+        waiting = list(pids)
+        while waiting:
+            waiting = [pid for pid in waiting if _read(self.control / f"held-{pid}") != number and _alive(pid)]
+            if not waiting or time.monotonic() >= deadline:
+                break
+            time.sleep(0.001)
+        return waiting
+
+    def _stop(self, pid: int) -> None:
+        """SIGSTOP for one compile process (under the lock), continued when the pause ends."""
+        if _signal(pid, signal.SIGSTOP):
+            self.stopped.add(pid)
+            self.outcome.stopped += 1
 
     def close(self) -> AheadOutcome:
         """Stop: what was not started is dropped, what runs is killed; the outcome of what finished."""
@@ -260,6 +338,9 @@ class Precompiler:
                 self._retire(process)  # continued (if paused), then killed
         for thread in self.threads:
             thread.join()
+        import shutil
+
+        shutil.rmtree(self.control, ignore_errors=True)
         for name, future in self.futures:
             if future.done() and not future.cancelled() and future.exception() is None:
                 seconds, error = future.result()
@@ -278,6 +359,35 @@ def _result(line: str) -> tuple[float, str | None] | None:
         return float(seconds), None if error is None else str(error)
     except (ValueError, TypeError, KeyError, IndexError):
         return None
+
+
+def _signal(pid: int, number: int) -> bool:
+    """Signal one process; False where it is gone."""
+    try:
+        os.kill(pid, number)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _alive(pid: int) -> bool:
+    """Neither gone nor a zombie waiting to be reaped."""
+    stat = _read(Path(f"/proc/{pid}/stat"))
+    return stat is not None and stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Whole or not at all for a reader in another process (written aside, then renamed over)."""
+    aside = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    aside.write_text(text)
+    os.replace(aside, path)
 
 
 def _signal_group(pid: int, number: int) -> None:
@@ -344,5 +454,44 @@ def _forget_compiled() -> None:
         torch.cuda.empty_cache()
 
 
+def _hold_while_paused(signum: int, frame: object) -> None:
+    """In a compile process, on HOLD_SIGNAL (a timed request is in flight): its device work drained,
+    it says so (held-PID holds the pause's number) and waits while the pause file is there, saying so
+    again for each new pause. It runs in the main thread between two bytecodes, so nothing is launched
+    meanwhile; the process's compile workers, other processes, go on."""
+    pause = Path(os.environ[PAUSE_FILE_ENV])
+    number = _read(pause)
+    if number is None:  # the timed request has ended already
+        return
+    torch = sys.modules.get("torch")
+    try:
+        if torch is not None and torch.cuda.is_initialized() and not torch.cuda.is_current_stream_capturing():
+            torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 - a broken device fails the compile itself; the hold goes on
+        pass
+    held = pause.with_name(f"held-{os.getpid()}")
+    said = None
+    while number is not None:
+        if number != said:
+            _write_atomically(held, number)
+            said = number
+        time.sleep(0.002)
+        number = _read(pause)
+
+
+def _prepare_compile_process() -> None:
+    """A compile process's first steps: a lower CPU priority than the evaluation (inherited by its
+    compile workers), the hold signal's handler, and then the file that says it can take that signal."""
+    try:
+        os.nice(NICENESS)
+    except OSError:
+        pass
+    pause_file = os.environ.get(PAUSE_FILE_ENV)
+    if pause_file:
+        signal.signal(HOLD_SIGNAL, _hold_while_paused)
+        (Path(pause_file).parent / f"ready-{os.getpid()}").touch()
+
+
 if __name__ == "__main__":
+    _prepare_compile_process()
     serve(sys.stdin, sys.stdout)
