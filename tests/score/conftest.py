@@ -1,26 +1,11 @@
-"""Real traces and problems for the scoring tests (no evaluation: the traces are made as the evaluator makes them)."""
+"""Fixtures of the scoring tests (helpers in score_testkit.py: a module of its own name, so that no other folder's conftest shadows it)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from score_testkit import VECTOR_SCALE
 from solbench.data.loaders import load_problems
-from solbench.data.trace import Trace
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-VECTOR_SCALE = FIXTURES / "solutions" / "status" / "vector_scale"
-
-
-def make_trace(problem: str, solution: str, workload: str, status: str = "PASSED", latency: float | None = None, sol: float | None = None,
-               log: str = "") -> Trace:
-    performance = {"latency_ms": latency, "sol_ms": sol} if latency is not None else None
-    return Trace.model_validate({
-        "definition": problem, "solution": solution,
-        "workload": {"uuid": workload, "axes": {"n": 16}, "inputs": {}},
-        "evaluation": {"status": status, "performance": performance, "log": log},
-    })
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import make_trace  # same folder: pytest puts it on sys.path
+from score_testkit import make_trace
 from solbench.score.aggregate import BEST_OF_K, score_run, score_workload
 from solbench.score.baselines import BaselineEntry
 from solbench.score.categories import categories_of

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_trace
+from score_testkit import make_trace
 from solbench.score.baselines import (AUDIT, NO_BASELINE, NO_BOUND, OPEN, SOLVED, BaselineFile, candidate_result, candidate_solutions,
                                       definition_hash, load_baselines, make_entry, save_baselines, trace_id)
 from solbench.score.build import missing_workloads

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import FIXTURES, VECTOR_SCALE
+from score_testkit import FIXTURES, VECTOR_SCALE
 from solbench.bench.orchestrator import EvalOptions
 from solbench.data.loaders import load_problems, load_solution, load_traces
 from solbench.data.selection import choose_workloads
