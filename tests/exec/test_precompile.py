@@ -171,13 +171,10 @@ def ticks(path: Path) -> int:
 def test_a_timed_section_holds_the_compile_process_and_its_children_go_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scope: str):
     """While a timed section runs, a ready compile process holds (it says so in its held file, with the
     pause's number) without being stopped, launches nothing (a compile queued meanwhile waits for the
-    section's end), and its children (inductor's compile workers) go on. With SOLBENCH_COMPILE_PAUSE=group
-    (the behaviour before 2026-12-08) the whole process group is stopped instead."""
-    from solbench.exec.precompile import PAUSE_SCOPE_ENV
-
+    section's end), and its children (inductor's compile workers) go on. With the scope "group" (the
+    behaviour before 2026-12-08, and the default on a CPU) the whole process group is stopped instead."""
     monkeypatch.setenv("SOLBENCH_TEST_TICKS", str(tmp_path / "ticks"))
-    monkeypatch.setenv(PAUSE_SCOPE_ENV, scope)
-    ahead = Precompiler(tmp_path / "cache", "cpu", 1)
+    ahead = Precompiler(tmp_path / "cache", "cpu", 1, pause_scope=scope)
     try:
         spawner, light = tiny_problem("ahead_spawner", SPAWNER), tiny_problem("ahead_light", LIGHT)
         assert ahead.submit(spawner, spawner.workloads, "default").result(timeout=600)[1] is None
@@ -208,7 +205,7 @@ def test_a_compile_process_that_is_starting_or_late_to_hold_is_stopped_and_conti
     once HOLD_TIMEOUT_S has passed. Both are continued when the section ends, and their compiles finish."""
     from solbench.exec.precompile import HOLD_TIMEOUT_S
 
-    ahead = Precompiler(tmp_path / "cache", "cpu", 1)
+    ahead = Precompiler(tmp_path / "cache", "cpu", 1, pause_scope="process")
     try:
         light = tiny_problem("ahead_light", LIGHT)
         first = ahead.submit(light, light.workloads, "default")
@@ -231,6 +228,24 @@ def test_a_compile_process_that_is_starting_or_late_to_hold_is_stopped_and_conti
     finally:
         outcome = ahead.close()
     assert outcome.pauses == 2 and outcome.compiled == 2
+
+
+def test_compile_processes_are_held_on_a_gpu_and_stopped_whole_on_a_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """On a CPU the compile workers' cores are the timed device: their process groups are stopped. On a
+    GPU the processes are held, unless SOLBENCH_COMPILE_PAUSE=group (anything else is the default)."""
+    from solbench.exec.precompile import PAUSE_SCOPE_ENV
+
+    def whole_groups(device: str) -> bool:
+        ahead = Precompiler(tmp_path / "cache", device, 0)  # no process: nothing reaches the device
+        ahead.close()
+        return ahead.whole_groups
+
+    monkeypatch.delenv(PAUSE_SCOPE_ENV, raising=False)
+    assert whole_groups("cpu") and not whole_groups("cuda:0")
+    monkeypatch.setenv(PAUSE_SCOPE_ENV, "group")
+    assert whole_groups("cuda:0")
+    monkeypatch.setenv(PAUSE_SCOPE_ENV, "processes")
+    assert not whole_groups("cuda:0") and whole_groups("cpu")
 
 
 def test_compiling_ahead_is_off_on_a_cpu_and_half_the_cores_on_a_gpu():

@@ -12,7 +12,8 @@ processes, which build Triton and C++ kernels and never touch the device) go on 
 2026-12-08 the whole process group was stopped (SIGSTOP) and the cores idled through every timed
 request (19% of a cold run's wall on an H100 host). A process that cannot take the signal in time
 (starting, or inside one long C call) is stopped with SIGSTOP instead. The compile processes run at a
-lower CPU priority (NICENESS) than the evaluation.
+lower CPU priority (NICENESS) than the evaluation. On a CPU, where the compile workers' cores are the
+timed device, the whole process groups are stopped as before.
 
 Nor do they share the device with a workload evaluated again after running out of memory: the compiles
 in flight are ended (their processes hold device memory: inputs, autotuning buffers; an H100's 80 GB ran
@@ -78,7 +79,7 @@ class AheadOutcome:
     seconds: float = 0.0  # summed over the processes
     pauses: int = 0  # timed requests the compile processes were paused for
     pause_wait_s: float = 0.0  # the timed requests' wait for the compile processes to hold (their device work to drain)
-    stopped: int = 0  # processes stopped with SIGSTOP instead of held (starting, or late to hold)
+    stopped: int = 0  # processes (or, pausing whole groups, process groups) stopped with SIGSTOP instead of held
 
 
 @dataclass
@@ -104,7 +105,11 @@ class Precompiler:
     pausing, continuing and ending it reaches them too. With `log`, a JSON line per finished compile
     (problem, mode, seconds, error, and ended_s: seconds since the Precompiler started) is appended there."""
 
-    def __init__(self, cache: Path, device: str, processes: int, *, seed: int = 0, input_profile: str = "auto", log: Path | None = None):
+    def __init__(self, cache: Path, device: str, processes: int, *, seed: int = 0, input_profile: str = "auto", log: Path | None = None,
+                 pause_scope: str | None = None):
+        """pause_scope: "process" (held, their compile workers go on) or "group" (the whole process groups
+        stopped); by default "group" on a CPU, where the compile workers' cores are the timed device,
+        and on a GPU "process" unless SOLBENCH_COMPILE_PAUSE says "group"."""
         from solbench.bench.workers import compile_cache_environment
 
         threads = os.environ.get("TORCHINDUCTOR_COMPILE_THREADS") or str(compile_threads(processes))  # not part of inductor's cache keys
@@ -113,7 +118,9 @@ class Precompiler:
         self.control = Path(tempfile.mkdtemp(prefix="solbench-compile-ahead-"))  # the pause file, and the processes' ready and held files
         self.pause_file = self.control / "paused"
         self.environment[PAUSE_FILE_ENV] = str(self.pause_file)
-        self.whole_groups = os.environ.get(PAUSE_SCOPE_ENV) == "group"
+        if pause_scope is None:  # the variable is a measuring switch: anything but "group" is the default
+            pause_scope = ("group" if os.environ.get(PAUSE_SCOPE_ENV) == "group" else "process") if device.startswith("cuda") else "group"
+        self.whole_groups = pause_scope == "group"
         self.pauses = 0  # the number of the current or last pause (written in the pause file)
         self.stopped: set[int] = set()  # processes stopped with SIGSTOP in the current pause
         self.running: dict[int, subprocess.Popen] = {}
@@ -293,6 +300,7 @@ class Precompiler:
             for pid in list(self.running):
                 if self.whole_groups:
                     _signal_group(pid, signal.SIGSTOP)
+                    self.outcome.stopped += 1
                 elif (self.control / f"ready-{pid}").exists() and _signal(pid, HOLD_SIGNAL):
                     asked.append(pid)
                 else:

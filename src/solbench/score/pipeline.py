@@ -328,8 +328,8 @@ def run(inputs: RunInputs, done: set[tuple[str, str | None, str]], on_trace: Cal
             state.phases["compile ahead"] += outcome.seconds
             inputs.notes.append(f"compiled ahead: {outcome.compiled} candidate(s) in {ahead.processes} process(es)"
                                 + (f"; {len(outcome.failed)} failed there (their evaluation says why), e.g. {outcome.failed[0]}" if outcome.failed else "")
-                                + (f"; held for {outcome.pauses} timed request(s), {outcome.pause_wait_s:.1f} s waited for their device work to drain"
-                                   f" ({outcome.stopped} stop(s) with SIGSTOP)" if outcome.pauses else ""))
+                                + (f"; paused for {outcome.pauses} timed request(s), {outcome.pause_wait_s:.1f} s waited for their device work to drain,"
+                                   f" {outcome.stopped} stop(s) with SIGSTOP" if outcome.pauses else ""))
     state.errors += [error for error in state.build.errors if error not in state.errors]
     return state.summary(final=True)
 
