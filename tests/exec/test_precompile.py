@@ -230,6 +230,40 @@ def test_a_compile_process_that_is_starting_or_late_to_hold_is_stopped_and_conti
     assert outcome.pauses == 2 and outcome.compiled == 2
 
 
+ORPHANED = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from test_precompile import LIGHT, tiny_problem
+from solbench.exec.precompile import Precompiler
+ahead = Precompiler(Path(sys.argv[1]), "cpu", 1, pause_scope="process")
+light = tiny_problem("ahead_light", LIGHT)
+assert ahead.submit(light, light.workloads, "default").result(timeout=600)[1] is None
+ahead._pause(True)
+print(next(iter(ahead.running)), flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_held_compile_process_whose_run_died_goes_on_and_ends(tmp_path: Path):
+    """The run's process killed while its compile processes are held (its pause file left behind): a
+    held process notices that its parent is gone, stops holding, reads the end of its input and exits."""
+    run = subprocess.Popen([sys.executable, "-c", ORPHANED, str(tmp_path / "cache"), str(Path(__file__).parent)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert run.stdout is not None
+        pid = int(run.stdout.readline())
+        time.sleep(0.3)
+        assert process_state(pid) != "T"  # held, not stopped
+        run.kill()
+        run.wait()
+        deadline = time.monotonic() + 30
+        while os.path.exists(f"/proc/{pid}") and process_state(pid) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not os.path.exists(f"/proc/{pid}") or process_state(pid) == "Z"
+    finally:
+        run.kill()
+
+
 def test_compile_processes_are_held_on_a_gpu_and_stopped_whole_on_a_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """On a CPU the compile workers' cores are the timed device: their process groups are stopped. On a
     GPU the processes are held, unless SOLBENCH_COMPILE_PAUSE=group (anything else is the default)."""

@@ -462,6 +462,9 @@ def _forget_compiled() -> None:
         torch.cuda.empty_cache()
 
 
+_parent = 0  # in a compile process: the run's process, whose death ends a hold
+
+
 def _hold_while_paused(signum: int, frame: object) -> None:
     """In a compile process, on HOLD_SIGNAL (a timed request is in flight): its device work drained,
     it says so (held-PID holds the pause's number) and waits while the pause file is there, saying so
@@ -479,7 +482,7 @@ def _hold_while_paused(signum: int, frame: object) -> None:
         pass
     held = pause.with_name(f"held-{os.getpid()}")
     said = None
-    while number is not None:
+    while number is not None and os.getppid() == _parent:  # a run that died leaves its pause file: then nothing would end the hold
         if number != said:
             _write_atomically(held, number)
             said = number
@@ -490,6 +493,8 @@ def _hold_while_paused(signum: int, frame: object) -> None:
 def _prepare_compile_process() -> None:
     """A compile process's first steps: a lower CPU priority than the evaluation (inherited by its
     compile workers), the hold signal's handler, and then the file that says it can take that signal."""
+    global _parent
+    _parent = os.getppid()
     try:
         os.nice(NICENESS)
     except OSError:
