@@ -86,7 +86,7 @@ for group in "${steps[@]}"; do
           --workloads smallest:1 --limit "${AHEAD_LIMIT:-120}" --work "$OUT/ahead-$name" --out "$OUT/scale-ahead-$name.json" --compile-ahead "$count"
         cp "$OUT/ahead-$name/first/compile-ahead.jsonl" "$OUT/scale-ahead-$name-compile-ahead.jsonl" 2>/dev/null
         rm -rf "$OUT/ahead-$name/baselines"
-        grep -E '"problems_scored"|"finished"|cpu_busy|gpu_util' "$OUT/scale-ahead-$name.log" | sed "s/^/ahead $name: /" >> "$OUT/summary.txt"
+        grep -E '"problems_scored"|"finished"|cpu_busy|gpu_util|"pauses"|pause_wait_s|"stopped"' "$OUT/scale-ahead-$name.log" | sed "s/^/ahead $name: /" >> "$OUT/summary.txt"
       done ;;
     serve)
       mkdir -p "$OUT/serve"

@@ -127,11 +127,14 @@ def stop(process: subprocess.Popen, grace_s: float = 30.0) -> None:
 
 def compiles_ahead(log: Path) -> dict:
     """What the run's compile processes finished (its compile-ahead.jsonl): how many, failed, seconds
-    summed, per mode, and the ten slowest."""
+    summed, per mode, the ten slowest, and the pauses for timed requests (how many, the wait for the
+    processes to hold, the SIGSTOPs; None where the log has no such line)."""
     try:
-        rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     except (OSError, ValueError):
         return {}
+    rows = [row for row in lines if "problem" in row]
+    pauses = next((row for row in lines if "pauses" in row), None)  # written as the compiles end (a run cut at its limit too)
     by_mode: dict[str, list[float]] = {}
     for row in rows:
         by_mode.setdefault(row["mode"], []).append(row["seconds"])
@@ -140,7 +143,7 @@ def compiles_ahead(log: Path) -> dict:
             "by_mode": {mode: {"count": len(values), "seconds": round(sum(values), 1), "median_s": round(statistics.median(values), 2)}
                         for mode, values in by_mode.items()},
             "last_ended_s": max((row["ended_s"] for row in rows), default=None),
-            "slowest": [f"{row['problem']} {row['mode']}: {row['seconds']:.1f} s" for row in slowest]}
+            "slowest": [f"{row['problem']} {row['mode']}: {row['seconds']:.1f} s" for row in slowest], "pauses": pauses}
 
 
 def seconds_to(timeline: list[tuple[float, int]], finished: int) -> float | None:

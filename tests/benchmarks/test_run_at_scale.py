@@ -48,7 +48,12 @@ def test_the_compile_log_is_summed_per_mode_with_the_slowest_first(run_at_scale:
     rows = [("norm", "default", 2.0, None, 5.0), ("norm", "max-autotune-no-cudagraphs", 6.0, None, 9.0),
             ("resnet", "max-autotune-no-cudagraphs", 175.0, None, 180.0), ("moe", "default", 4.0, "InductorError: x", 12.0)]
     log.write_text("".join(json.dumps({"problem": p, "mode": m, "seconds": s, "error": e, "ended_s": t}) + "\n" for p, m, s, e, t in rows))
+    assert run_at_scale.compiles_ahead(log)["pauses"] is None
+    pauses = {"pauses": 40, "pause_wait_s": 0.8, "stopped": 3, "scope": "process", "ended_s": 181.0}
+    with log.open("a") as file:
+        file.write(json.dumps(pauses) + "\n")
     found = run_at_scale.compiles_ahead(log)
+    assert found["pauses"] == pauses
     assert (found["finished"], found["failed"], found["seconds"], found["last_ended_s"]) == (4, 1, 187.0, 180.0)
     assert found["by_mode"] == {"default": {"count": 2, "seconds": 6.0, "median_s": 3.0},
                                 "max-autotune-no-cudagraphs": {"count": 2, "seconds": 181.0, "median_s": 90.5}}

@@ -328,8 +328,9 @@ def test_the_queue_is_taken_from_both_ends_and_each_compile_is_logged(tmp_path: 
     finally:
         outcome = ahead.close()
     assert outcome.compiled == 4
-    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    *rows, pauses = [json.loads(line) for line in log.read_text().splitlines()]
     assert sorted(row["problem"] for row in rows) == ["ahead_a", "ahead_b", "ahead_c", "ahead_d"]
+    assert pauses["pauses"] == 0 and pauses["scope"] == "group" and pauses["ended_s"] >= max(row["ended_s"] for row in rows)  # the last line
     assert all(row["mode"] == "default" and row["error"] is None and row["seconds"] > 0 and row["ended_s"] > 0 for row in rows)
 
 
@@ -394,7 +395,7 @@ def test_a_compile_that_runs_out_of_device_memory_is_tried_again_in_a_fresh_proc
     problem = tiny_problem("ahead_out_of_memory", OUT_OF_MEMORY_AT_FIRST)
     seconds, error = ahead.submit(problem, problem.workloads, "default").result(timeout=300)
     outcome = ahead.close()
-    rows = [json.loads(line) for line in (tmp_path / "compile-ahead.jsonl").read_text().splitlines()]
+    rows = [row for row in map(json.loads, (tmp_path / "compile-ahead.jsonl").read_text().splitlines()) if "problem" in row]
     if failures < OUT_OF_MEMORY_TRIES:
         assert error is None and outcome.compiled == 1 and outcome.failed == [] and len(tries.read_text()) == failures + 1
         assert [row["error"] for row in rows] == [None]  # the tries that ran out are not results

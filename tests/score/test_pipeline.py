@@ -109,7 +109,8 @@ def test_compiled_candidates_are_compiled_ahead_into_the_cache_beside_the_baseli
     assert paused is not None and int(paused.group(1)) >= 2 and int(paused.group(2)) >= 1, note  # on a CPU: process groups stopped
     cache = inputs.baseline_dir / "compile-cache" / "H200"
     assert any((cache / "inductor").rglob("*")) and outcome.summary.phases_s["compile ahead"] > 0
-    (logged,) = [json.loads(line) for line in (inputs.run_dir / pipeline.COMPILE_LOG).read_text().splitlines()]
+    logged, pauses = [json.loads(line) for line in (inputs.run_dir / pipeline.COMPILE_LOG).read_text().splitlines()]
+    assert pauses["pauses"] == int(paused.group(1)) and pauses["stopped"] == int(paused.group(2))  # the note's figures, in the log too
     assert (logged["problem"], logged["mode"], logged["error"]) == (first.name, "default", None) and logged["seconds"] > 0
 
 

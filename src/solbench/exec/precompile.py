@@ -103,7 +103,8 @@ class Precompiler:
     child of a multiprocessing pool keys inductor's caches differently, so the workers would find
     nothing. Each process leads a process group of its own (its inductor compile workers are in it):
     pausing, continuing and ending it reaches them too. With `log`, a JSON line per finished compile
-    (problem, mode, seconds, error, and ended_s: seconds since the Precompiler started) is appended there."""
+    (problem, mode, seconds, error, and ended_s: seconds since the Precompiler started) is appended there,
+    and at close a line of the pauses (their count, the wait for the processes to hold, the SIGSTOPs, the scope)."""
 
     def __init__(self, cache: Path, device: str, processes: int, *, seed: int = 0, input_profile: str = "auto", log: Path | None = None,
                  pause_scope: str | None = None):
@@ -236,15 +237,19 @@ class Precompiler:
         return time.perf_counter() - started, f"{ENDED} with exit code {process.poll()} and no result"
 
     def _record(self, queued: _Queued, result: tuple[float, str | None]) -> None:
+        problem, mode = queued.name.rsplit(" compile-", 1)
+        self._append_log({"problem": problem, "mode": mode, "seconds": round(result[0], 3), "error": result[1],
+                          "ended_s": round(time.monotonic() - self.started, 3)})
+
+    def _append_log(self, row: dict[str, Any]) -> None:
+        """A line of the log, where there is one: a finished compile, and (last, at close) the pauses."""
         if self.log is None:
             return
         from solbench.data.files import append_jsonl
 
-        problem, mode = queued.name.rsplit(" compile-", 1)
         with self.lock:
             try:
-                append_jsonl(self.log, {"problem": problem, "mode": mode, "seconds": round(result[0], 3), "error": result[1],
-                                        "ended_s": round(time.monotonic() - self.started, 3)})
+                append_jsonl(self.log, row)
             except OSError:  # the log is for reading afterwards; the compile counts all the same
                 pass
 
@@ -346,6 +351,8 @@ class Precompiler:
                 self._retire(process)  # continued (if paused), then killed
         for thread in self.threads:
             thread.join()
+        self._append_log({"pauses": self.outcome.pauses, "pause_wait_s": round(self.outcome.pause_wait_s, 3), "stopped": self.outcome.stopped,
+                          "scope": "group" if self.whole_groups else "process", "ended_s": round(time.monotonic() - self.started, 3)})
         import shutil
 
         shutil.rmtree(self.control, ignore_errors=True)
