@@ -264,6 +264,39 @@ def test_a_held_compile_process_whose_run_died_goes_on_and_ends(tmp_path: Path):
         run.kill()
 
 
+GPU_BUSY = """import torch
+
+_x = torch.randn(4096, 4096, device="cuda")
+for _ in range(200):  # about a second of device work queued at import, while the compile process takes the hold signal
+    _x = _x @ _x / 64.0
+""" + REFERENCE
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+def test_on_a_gpu_a_compile_process_drains_its_device_work_before_it_says_it_holds(tmp_path: Path):
+    """On a GPU the default is to hold: a compile process with device work queued says it holds only
+    once that work is done (torch.cuda.synchronize in the hold), is not stopped, and compiles on after."""
+    ahead = Precompiler(tmp_path / "cache", "cuda", 1)
+    try:
+        silu = tiny_problem()
+        assert ahead.submit(silu, silu.workloads, "default").result(timeout=600)[1] is None
+        pid = the_one(ahead.running)
+        mark = tmp_path / "queued"
+        busy = tiny_problem("ahead_gpu_busy", GPU_BUSY.replace("for _ in range(200):", f"open({str(mark)!r}, 'w').close()\nfor _ in range(200):"))
+        future = ahead.submit(busy, busy.workloads, "default")
+        deadline = time.monotonic() + 120
+        while not mark.exists() and time.monotonic() < deadline:
+            time.sleep(0.002)
+        time.sleep(0.2)  # the 200 matmuls queued (launching them takes far less than running them)
+        with timed_section():
+            assert process_state(pid) != "T" and (ahead.control / f"held-{pid}").read_text() == str(ahead.pauses)
+        assert ahead.outcome.stopped == 0 and ahead.outcome.pause_wait_s > 0.05  # the section waited for the matmuls to drain
+        assert future.result(timeout=600)[1] is None
+    finally:
+        ahead.close()
+
+
 def test_compile_processes_are_held_on_a_gpu_and_stopped_whole_on_a_cpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """On a CPU the compile workers' cores are the timed device: their process groups are stopped. On a
     GPU the processes are held, unless SOLBENCH_COMPILE_PAUSE=group (anything else is the default)."""
