@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from exec_testkit import process_state
 
@@ -273,7 +274,7 @@ for _ in range(200):  # about a second of device work queued at import, while th
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_on_a_gpu_a_compile_process_drains_its_device_work_before_it_says_it_holds(tmp_path: Path):
     """On a GPU the default is to hold: a compile process with device work queued says it holds only
     once that work is done (torch.cuda.synchronize in the hold), is not stopped, and compiles on after."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -353,8 +354,6 @@ class Precompiler:
             thread.join()
         self._append_log({"pauses": self.outcome.pauses, "pause_wait_s": round(self.outcome.pause_wait_s, 3), "stopped": self.outcome.stopped,
                           "scope": "group" if self.whole_groups else "process", "ended_s": round(time.monotonic() - self.started, 3)})
-        import shutil
-
         shutil.rmtree(self.control, ignore_errors=True)
         for name, future in self.futures:
             if future.done() and not future.cancelled() and future.exception() is None:
