@@ -29,11 +29,17 @@ REFERENCE = "import torch\n\n\n@torch.no_grad()\ndef run(x):\n    return torch.n
 LIGHT = "import torch\n\n\ndef run(x):\n    return x.view(-1)\n"  # a graph without a kernel: nothing for inductor to build in C++
 
 
+def soon(condition, seconds: float = 120) -> bool:
+    """Whether `condition()` became true within `seconds` (asked every few milliseconds)."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return condition()
+
+
 def the_one(processes) -> int:
     """The process id in `processes` (a Precompiler's running or in_flight), once there is one (2 minutes at most)."""
-    deadline = time.monotonic() + 120
-    while not processes and time.monotonic() < deadline:
-        time.sleep(0.05)
+    soon(lambda: processes)
     (pid,) = list(processes)
     return pid
 
@@ -158,9 +164,7 @@ _ticker = subprocess.Popen([sys.executable, "-c", "import sys, time\\nwhile True
 
 def state_soon(pid: int, wanted: str) -> str:
     """The process's state once it is `wanted`, or whatever it is after 5 s (a signal takes effect when the process is next scheduled)."""
-    deadline = time.monotonic() + 5
-    while process_state(pid) != wanted and time.monotonic() < deadline:
-        time.sleep(0.005)
+    soon(lambda: process_state(pid) == wanted, 5)
     return process_state(pid)
 
 
@@ -189,7 +193,7 @@ def test_a_timed_section_holds_the_compile_process_and_its_children_go_on(tmp_pa
             during = ticks(tmp_path / "ticks") - before
             assert not queued.done()  # launches nothing while timing
             if scope == "process":
-                assert process_state(pid) != "T" and (ahead.control / f"held-{pid}").read_text() == str(ahead.pauses)
+                assert process_state(pid) != "T" and (ahead.control / f"held-{pid}").read_text() == str(ahead.outcome.pauses)
                 assert during >= 10  # the child went on (a tick each 20 ms)
             else:
                 assert state_soon(pid, "T") == "T" and during <= 1
@@ -217,9 +221,7 @@ def test_a_compile_process_that_is_starting_or_late_to_hold_is_stopped_and_conti
         mark = tmp_path / "summing"
         busy = tiny_problem("ahead_busy", f"open({str(mark)!r}, 'w').close()\nsum(range(400_000_000))\n" + LIGHT)
         second = ahead.submit(busy, busy.workloads, "default")
-        deadline = time.monotonic() + 120
-        while not mark.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert soon(mark.exists)
         started = time.monotonic()
         with timed_section():
             waited = time.monotonic() - started
@@ -257,10 +259,7 @@ def test_a_held_compile_process_whose_run_died_goes_on_and_ends(tmp_path: Path):
         assert process_state(pid) != "T"  # held, not stopped
         run.kill()
         run.wait()
-        deadline = time.monotonic() + 30
-        while os.path.exists(f"/proc/{pid}") and process_state(pid) != "Z" and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not os.path.exists(f"/proc/{pid}") or process_state(pid) == "Z"
+        assert soon(lambda: not os.path.exists(f"/proc/{pid}") or process_state(pid) == "Z", 30)
     finally:
         run.kill()
 
@@ -286,12 +285,10 @@ def test_on_a_gpu_a_compile_process_drains_its_device_work_before_it_says_it_hol
         mark = tmp_path / "queued"
         busy = tiny_problem("ahead_gpu_busy", GPU_BUSY.replace("for _ in range(200):", f"open({str(mark)!r}, 'w').close()\nfor _ in range(200):"))
         future = ahead.submit(busy, busy.workloads, "default")
-        deadline = time.monotonic() + 120
-        while not mark.exists() and time.monotonic() < deadline:
-            time.sleep(0.002)
+        assert soon(mark.exists)
         time.sleep(0.2)  # the 200 matmuls queued (launching them takes far less than running them)
         with timed_section():
-            assert process_state(pid) != "T" and (ahead.control / f"held-{pid}").read_text() == str(ahead.pauses)
+            assert process_state(pid) != "T" and (ahead.control / f"held-{pid}").read_text() == str(ahead.outcome.pauses)
         assert ahead.outcome.stopped == 0 and ahead.outcome.pause_wait_s > 0.05  # the section waited for the matmuls to drain
         assert future.result(timeout=600)[1] is None
     finally:
@@ -353,9 +350,7 @@ def test_the_queue_is_taken_from_both_ends_and_each_compile_is_logged(tmp_path: 
         problems = [tiny_problem(f"ahead_{letter}", LIGHT) for letter in "abcd"]
         with ahead.lock:  # all four queued before either thread takes one
             futures = [ahead.submit(problem, problem.workloads, "default") for problem in problems]
-        deadline = time.monotonic() + 120
-        while sum(not f.running() and not f.done() for f in futures) > 2 and time.monotonic() < deadline:
-            time.sleep(0.005)
+        soon(lambda: sum(not f.running() and not f.done() for f in futures) <= 2)
         started = [problem.name for problem, future in zip(problems, futures) if future.running() or future.done()]
         assert started == ["ahead_a", "ahead_d"]
         assert all(future.result(timeout=600)[1] is None for future in futures)

@@ -43,6 +43,7 @@ from typing import Any
 
 from solbench.bench.exclusive import register, unregister
 from solbench.bench.memory import says_out_of_memory
+from solbench.data.files import write_atomically
 from solbench.data.problem import Problem
 from solbench.data.workload import Workload
 
@@ -123,7 +124,6 @@ class Precompiler:
         if pause_scope is None:  # the variable is a measuring switch: anything but "group" is the default
             pause_scope = ("group" if os.environ.get(PAUSE_SCOPE_ENV) == "group" else "process") if device.startswith("cuda") else "group"
         self.whole_groups = pause_scope == "group"
-        self.pauses = 0  # the number of the current or last pause (written in the pause file)
         self.stopped: set[int] = set()  # processes stopped with SIGSTOP in the current pause
         self.running: dict[int, subprocess.Popen] = {}
         self.lock = threading.RLock()
@@ -299,34 +299,33 @@ class Precompiler:
         started = time.monotonic()
         with self.lock:
             self.paused = True
-            self.pauses += 1
-            number = str(self.pauses)
-            _write_atomically(self.pause_file, number)
+            self.outcome.pauses += 1
+            number = str(self.outcome.pauses)  # in the pause file: a held process says it holds in this pause
+            write_atomically(self.pause_file, number)
             asked = []
-            for pid in list(self.running):
+            for pid, process in list(self.running.items()):
                 if self.whole_groups:
                     _signal_group(pid, signal.SIGSTOP)
                     self.outcome.stopped += 1
                 elif (self.control / f"ready-{pid}").exists() and _signal(pid, HOLD_SIGNAL):
-                    asked.append(pid)
+                    asked.append(process)
                 else:
                     self._stop(pid)
         late = self._wait_until_held(asked, number)
         with self.lock:
-            if self.paused and str(self.pauses) == number:
-                for pid in late:
-                    if pid in self.running:
-                        self._stop(pid)
-            self.outcome.pauses += 1
+            if self.paused and str(self.outcome.pauses) == number:
+                for process in late:
+                    if process.pid in self.running:
+                        self._stop(process.pid)
             self.outcome.pause_wait_s += time.monotonic() - started
 
-    def _wait_until_held(self, pids: list[int], number: str) -> list[int]:
-        """The processes of `pids` that have not said they hold in pause `number` within HOLD_TIMEOUT_S
-        (those that died meanwhile are left out)."""
+    def _wait_until_held(self, processes: list[subprocess.Popen], number: str) -> list[subprocess.Popen]:
+        """The processes that have not said they hold in pause `number` within HOLD_TIMEOUT_S (those
+        that ended meanwhile are left out)."""
         deadline = time.monotonic() + HOLD_TIMEOUT_S
-        waiting = list(pids)
+        waiting = list(processes)
         while waiting:
-            waiting = [pid for pid in waiting if _read(self.control / f"held-{pid}") != number and _alive(pid)]
+            waiting = [process for process in waiting if _read(self.control / f"held-{process.pid}") != number and process.poll() is None]
             if not waiting or time.monotonic() >= deadline:
                 break
             time.sleep(0.001)
@@ -384,24 +383,11 @@ def _signal(pid: int, number: int) -> bool:
         return False
 
 
-def _alive(pid: int) -> bool:
-    """Neither gone nor a zombie waiting to be reaped."""
-    stat = _read(Path(f"/proc/{pid}/stat"))
-    return stat is not None and stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-
-
 def _read(path: Path) -> str | None:
     try:
         return path.read_text()
     except OSError:
         return None
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Whole or not at all for a reader in another process (written aside, then renamed over)."""
-    aside = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    aside.write_text(text)
-    os.replace(aside, path)
 
 
 def _signal_group(pid: int, number: int) -> None:
@@ -490,7 +476,7 @@ def _hold_while_paused(signum: int, frame: object) -> None:
     said = None
     while number is not None and os.getppid() == _parent:  # a run that died leaves its pause file: then nothing would end the hold
         if number != said:
-            _write_atomically(held, number)
+            write_atomically(held, number)
             said = number
         time.sleep(0.002)
         number = _read(pause)
